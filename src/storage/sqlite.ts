@@ -1,0 +1,413 @@
+/**
+ * The embedded store: etcd v3 semantics over SQLite (better-sqlite3), in the manner of k3s's kine.
+ *
+ * `log` is the source of truth: every write appends one row whose id is the write's revision (create, update
+ * or delete tombstone), so a read at an old revision is "the newest row per key at or below it" and a watch
+ * reads rows after a revision. `current` is an index of the newest live row per key, kept in the same
+ * transaction, so that reads of the newest state do not scan history. Compaction deletes rows that a newer row
+ * at or below the compaction revision supersedes.
+ *
+ * The store belongs to one process: the file is opened in exclusive locking mode, so a second server on the
+ * same data directory fails to start instead of corrupting it. Writes are committed to the WAL before the
+ * call resolves, so an acknowledged write survives kill -9 of the process.
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { StorageError, errors } from './errors.js';
+import {
+  prefixEnd,
+  type DeleteResult,
+  type GetResult,
+  type KV,
+  type KeyValue,
+  type ListOptions,
+  type ListResult,
+  type PutOptions,
+  type ReadOptions,
+  type StoreStats,
+  type Watch,
+  type WatchEvent,
+  type WatchOptions,
+} from './interface.js';
+import { EventLog, LogWatch } from './eventlog.js';
+
+export interface SqliteOptions {
+  /** Path of the database file, or ':memory:'. */
+  path: string;
+  /** How often expired leases are swept, in ms (default 500). */
+  leaseSweepIntervalMs?: number;
+  /** Events kept in memory for watchers that are nearly caught up (default 10,000 events or 32 MiB). */
+  recentEvents?: number;
+  recentEventBytes?: number;
+}
+
+interface Row {
+  id: number;
+  name: string;
+  create_revision: number;
+  prev_revision: number;
+  version: number;
+  deleted: number;
+  lease: number;
+  value: Buffer;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  create_revision INTEGER NOT NULL,
+  prev_revision INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  deleted INTEGER NOT NULL,
+  lease INTEGER NOT NULL,
+  value BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS log_name_id ON log (name, id);
+CREATE TABLE IF NOT EXISTS current (
+  name TEXT PRIMARY KEY,
+  id INTEGER NOT NULL,
+  lease INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS current_lease ON current (lease) WHERE lease != 0;
+CREATE TABLE IF NOT EXISTS lease (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  ttl INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (
+  k TEXT PRIMARY KEY,
+  v INTEGER NOT NULL
+) WITHOUT ROWID;
+`;
+
+const COLS = 'l.id, l.name, l.create_revision, l.prev_revision, l.version, l.deleted, l.lease, l.value';
+
+function toKV(r: Row): KeyValue {
+  return {
+    key: r.name,
+    value: r.value,
+    createRevision: r.create_revision,
+    modRevision: r.id,
+    version: r.version,
+    lease: r.lease,
+  };
+}
+
+export async function openSqlite(opts: SqliteOptions): Promise<KV> {
+  return new SqliteKV(opts);
+}
+
+class SqliteKV implements KV {
+  readonly backend = 'sqlite';
+  private readonly db: Database.Database;
+  private rev: number;
+  private compactRev: number;
+  private closed = false;
+  private readonly events: EventLog;
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly st;
+
+  constructor(opts: SqliteOptions) {
+    const memory = opts.path === ':memory:';
+    if (!memory) mkdirSync(dirname(opts.path), { recursive: true });
+    this.db = new Database(opts.path);
+    try {
+      this.db.pragma('busy_timeout = 0');
+      if (!memory) {
+        this.db.pragma('locking_mode = EXCLUSIVE');
+        // auto_vacuum must be chosen before the first table exists; it lets compaction give pages back.
+        this.db.pragma('auto_vacuum = INCREMENTAL');
+        this.db.pragma('journal_mode = WAL');
+        this.db.pragma('synchronous = NORMAL');
+      }
+      this.db.exec(SCHEMA);
+    } catch (err) {
+      this.db.close();
+      if ((err as { code?: string }).code === 'SQLITE_BUSY') {
+        throw errors.unavailable(`the embedded store ${opts.path} is in use by another process`, err);
+      }
+      throw err;
+    }
+    this.st = this.prepare();
+    const seq = this.db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'log'`).get() as { seq: number } | undefined;
+    this.rev = seq?.seq ?? 0;
+    this.compactRev = (this.st.getMeta.get('compact_revision') as { v: number } | undefined)?.v ?? 0;
+    this.events = new EventLog(opts.recentEvents ?? 10_000, opts.recentEventBytes ?? 32 * 1024 * 1024, this.rev);
+    this.sweepLeases();
+    this.sweeper = setInterval(() => this.sweepLeases(), opts.leaseSweepIntervalMs ?? 500);
+    this.sweeper.unref();
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      getCurrent: db.prepare(`SELECT ${COLS} FROM current c JOIN log l ON l.id = c.id WHERE c.name = ?`),
+      getAt: db.prepare(
+        `SELECT ${COLS} FROM log l WHERE l.name = ? AND l.id <= ? ORDER BY l.id DESC LIMIT 1`,
+      ),
+      getById: db.prepare(`SELECT ${COLS} FROM log l WHERE l.id = ?`),
+      listCurrent: db.prepare(
+        `SELECT ${COLS} FROM current c JOIN log l ON l.id = c.id WHERE c.name >= ? AND c.name < ? ORDER BY c.name LIMIT ?`,
+      ),
+      countCurrent: db.prepare(`SELECT COUNT(*) AS n FROM current WHERE name >= ? AND name < ?`),
+      listAt: db.prepare(
+        `SELECT ${COLS} FROM log l WHERE l.id IN (
+           SELECT MAX(id) FROM log WHERE name >= ? AND name < ? AND id <= ? GROUP BY name
+         ) AND l.deleted = 0 ORDER BY l.name LIMIT ?`,
+      ),
+      countAt: db.prepare(
+        `SELECT COUNT(*) AS n FROM log l WHERE l.id IN (
+           SELECT MAX(id) FROM log WHERE name >= ? AND name < ? AND id <= ? GROUP BY name
+         ) AND l.deleted = 0`,
+      ),
+      insert: db.prepare(
+        `INSERT INTO log (id, name, create_revision, prev_revision, version, deleted, lease, value)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      upsertCurrent: db.prepare(
+        `INSERT INTO current (name, id, lease) VALUES (?, ?, ?)
+         ON CONFLICT(name) DO UPDATE SET id = excluded.id, lease = excluded.lease`,
+      ),
+      deleteCurrent: db.prepare(`DELETE FROM current WHERE name = ?`),
+      after: db.prepare(`SELECT ${COLS} FROM log l WHERE l.id > ? AND l.id <= ? ORDER BY l.id LIMIT ?`),
+      afterRange: db.prepare(
+        `SELECT ${COLS} FROM log l WHERE l.name >= ? AND l.name < ? AND l.id > ? AND l.id <= ? ORDER BY l.id LIMIT ?`,
+      ),
+      compact: db.prepare(
+        `DELETE FROM log WHERE id <= :rev AND (deleted = 1 OR id < (
+           SELECT MAX(id) FROM log l2 WHERE l2.name = log.name AND l2.id <= :rev))`,
+      ),
+      getMeta: db.prepare(`SELECT v FROM meta WHERE k = ?`),
+      setMeta: db.prepare(`INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v`),
+      leaseInsert: db.prepare(`INSERT INTO lease (ttl, expires_at) VALUES (?, ?)`),
+      leaseGet: db.prepare(`SELECT id FROM lease WHERE id = ?`),
+      leaseExpired: db.prepare(`SELECT id FROM lease WHERE expires_at <= ?`),
+      leaseDelete: db.prepare(`DELETE FROM lease WHERE id = ?`),
+      leaseKeys: db.prepare(`SELECT name FROM current WHERE lease = ?`),
+    };
+  }
+
+  private check(): void {
+    if (this.closed) throw errors.closed();
+  }
+
+  /** Validates a read revision: 0 means current; older than the compaction or newer than the store fail. */
+  private readRevision(revision: number | undefined): number {
+    const r = revision ?? 0;
+    if (!Number.isInteger(r) || r < 0) throw errors.invalid(`invalid revision ${r}`);
+    if (r === 0) return this.rev;
+    if (r < this.compactRev) throw errors.compacted(r, this.compactRev, this.rev);
+    if (r > this.rev) throw errors.future(r, this.rev);
+    return r;
+  }
+
+  async get(key: string, opts?: ReadOptions): Promise<GetResult> {
+    this.check();
+    const at = this.readRevision(opts?.revision);
+    const row = (at === this.rev ? this.st.getCurrent.get(key) : this.st.getAt.get(key, at)) as Row | undefined;
+    return { kv: row && !row.deleted ? toKV(row) : null, revision: at };
+  }
+
+  async list(prefix: string, opts: ListOptions = {}): Promise<ListResult> {
+    this.check();
+    const at = this.readRevision(opts.revision);
+    const end = prefixEnd(prefix);
+    let start = prefix;
+    if (opts.startKey !== undefined) {
+      if (!opts.startKey.startsWith(prefix)) throw errors.invalid(`start key ${opts.startKey} is outside ${prefix}`);
+      start = opts.startKey;
+    }
+    const limit = opts.limit && opts.limit > 0 ? opts.limit : -1;
+    const current = at === this.rev;
+    const read = this.db.transaction(() => {
+      const rows = (current
+        ? this.st.listCurrent.all(start, end, limit)
+        : this.st.listAt.all(start, end, at, limit)) as Row[];
+      let remaining = 0;
+      if (limit > 0 && rows.length === limit) {
+        const total = (current
+          ? this.st.countCurrent.get(start, end)
+          : this.st.countAt.get(start, end, at)) as { n: number };
+        remaining = total.n - rows.length;
+      }
+      return { rows, remaining };
+    });
+    const { rows, remaining } = read();
+    return { kvs: rows.map(toKV), revision: at, more: remaining > 0, remaining };
+  }
+
+  async count(prefix: string): Promise<number> {
+    this.check();
+    return (this.st.countCurrent.get(prefix, prefixEnd(prefix)) as { n: number }).n;
+  }
+
+  private currentRow(key: string): Row | undefined {
+    return this.st.getCurrent.get(key) as Row | undefined;
+  }
+
+  private checkLease(lease: number | undefined): number {
+    if (!lease) return 0;
+    if (!this.st.leaseGet.get(lease)) throw errors.leaseNotFound(lease);
+    return lease;
+  }
+
+  /** Appends one row and publishes its event; must run inside a transaction. */
+  private append(key: string, value: Buffer, prev: Row | undefined, deleted: boolean, lease: number): Row {
+    const id = this.rev + 1;
+    const row: Row = {
+      id,
+      name: key,
+      create_revision: deleted ? prev!.create_revision : prev ? prev.create_revision : id,
+      prev_revision: prev ? prev.id : 0,
+      version: deleted ? 0 : prev ? prev.version + 1 : 1,
+      deleted: deleted ? 1 : 0,
+      lease,
+      value,
+    };
+    this.st.insert.run(id, key, row.create_revision, row.prev_revision, row.version, row.deleted, lease, value);
+    if (deleted) this.st.deleteCurrent.run(key);
+    else this.st.upsertCurrent.run(key, id, lease);
+    return row;
+  }
+
+  /** Runs a write transaction; on success moves the revision and tells the watchers. */
+  private write(fn: () => { row: Row; prev: Row | undefined }): Row {
+    this.check();
+    const { row, prev } = this.db.transaction(fn).immediate();
+    this.rev = row.id;
+    const kv = toKV(row);
+    const event: WatchEvent = row.deleted
+      ? { type: 'delete', kv: { ...kv, value: Buffer.alloc(0) }, prevKv: toKV(prev!) }
+      : { type: 'put', kv, prevKv: prev ? toKV(prev) : null };
+    this.events.publish(event);
+    return row;
+  }
+
+  async create(key: string, value: Uint8Array, opts?: PutOptions): Promise<KeyValue> {
+    if (!key) throw errors.invalid('empty key');
+    const row = this.write(() => {
+      if (this.currentRow(key)) throw errors.exists(key);
+      const lease = this.checkLease(opts?.lease);
+      return { row: this.append(key, asBuffer(value), undefined, false, lease), prev: undefined };
+    });
+    return toKV(row);
+  }
+
+  async update(key: string, value: Uint8Array, expectedModRevision: number, opts?: PutOptions): Promise<KeyValue> {
+    const row = this.write(() => {
+      const prev = this.currentRow(key);
+      if (!prev) throw errors.notFound(key);
+      if (prev.id !== expectedModRevision) throw errors.conflict(key, toKV(prev));
+      const lease = this.checkLease(opts?.lease);
+      return { row: this.append(key, asBuffer(value), prev, false, lease), prev };
+    });
+    return toKV(row);
+  }
+
+  async delete(key: string, expectedModRevision?: number): Promise<DeleteResult> {
+    let prevKv: KeyValue | undefined;
+    const row = this.write(() => {
+      const prev = this.currentRow(key);
+      if (!prev) throw errors.notFound(key);
+      if (expectedModRevision !== undefined && prev.id !== expectedModRevision) throw errors.conflict(key, toKV(prev));
+      prevKv = toKV(prev);
+      return { row: this.append(key, Buffer.alloc(0), prev, true, 0), prev };
+    });
+    return { prevKv: prevKv!, revision: row.id };
+  }
+
+  watch(key: string, opts: WatchOptions = {}): Watch {
+    const prefix = opts.prefix ?? false;
+    const match = prefix ? (k: string) => k.startsWith(key) : (k: string) => k === key;
+    const after = opts.afterRevision && opts.afterRevision > 0 ? opts.afterRevision : this.rev;
+    const end = prefix ? prefixEnd(key) : key + '\0';
+    return new LogWatch(this.events, match, after, {
+      compactedRevision: () => this.compactRev,
+      currentRevision: () => this.rev,
+      closed: () => this.closed,
+      readAfter: (from, to, limit) => this.readEvents(key, end, from, to, limit),
+    });
+  }
+
+  /** Events with revisions in (from, to] for keys in [start, end), oldest first, from the log. */
+  private readEvents(start: string, end: string, from: number, to: number, limit: number): WatchEvent[] {
+    const rows = this.st.afterRange.all(start, end, from, to, limit) as Row[];
+    return rows.map((row) => {
+      const prev = row.prev_revision ? (this.st.getById.get(row.prev_revision) as Row | undefined) : undefined;
+      const kv = toKV(row);
+      if (row.deleted) {
+        return { type: 'delete', kv, prevKv: prev ? toKV(prev) : { ...kv, version: 0 } } as WatchEvent;
+      }
+      return { type: 'put', kv, prevKv: prev ? toKV(prev) : null } as WatchEvent;
+    });
+  }
+
+  async compact(revision: number): Promise<void> {
+    this.check();
+    if (revision <= this.compactRev) throw errors.compacted(revision, this.compactRev, this.rev);
+    if (revision > this.rev) throw errors.future(revision, this.rev);
+    this.db.transaction(() => {
+      this.st.compact.run({ rev: revision });
+      this.st.setMeta.run('compact_revision', revision);
+    })();
+    this.compactRev = revision;
+    if (this.db.name !== ':memory:') {
+      this.db.pragma('incremental_vacuum');
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    }
+  }
+
+  async currentRevision(): Promise<number> {
+    this.check();
+    return this.rev;
+  }
+
+  async grantLease(ttlSeconds: number): Promise<number> {
+    this.check();
+    if (!(ttlSeconds > 0)) throw errors.invalid(`lease TTL must be positive, got ${ttlSeconds}`);
+    const r = this.st.leaseInsert.run(ttlSeconds, Date.now() + ttlSeconds * 1000);
+    return Number(r.lastInsertRowid);
+  }
+
+  /** Deletes the keys of every expired lease, one delete (and event) per key, then the lease. */
+  private sweepLeases(): void {
+    if (this.closed) return;
+    const expired = this.st.leaseExpired.all(Date.now()) as { id: number }[];
+    for (const { id } of expired) {
+      const keys = this.st.leaseKeys.all(id) as { name: string }[];
+      for (const { name } of keys) {
+        try {
+          this.write(() => {
+            const prev = this.currentRow(name);
+            if (!prev || prev.lease !== id) throw errors.notFound(name);
+            return { row: this.append(name, Buffer.alloc(0), prev, true, 0), prev };
+          });
+        } catch (err) {
+          if (!(err instanceof StorageError)) throw err;
+        }
+      }
+      this.st.leaseDelete.run(id);
+    }
+  }
+
+  async stats(): Promise<StoreStats> {
+    this.check();
+    const pages = this.db.pragma('page_count', { simple: true }) as number;
+    const size = this.db.pragma('page_size', { simple: true }) as number;
+    return { dbSizeBytes: pages * size };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.sweeper);
+    this.events.close();
+    this.db.close();
+  }
+}
+
+function asBuffer(v: Uint8Array): Buffer {
+  return Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
