@@ -338,9 +338,9 @@ class SqliteKV implements KV {
       const prev = row.prev_revision ? (this.st.getById.get(row.prev_revision) as Row | undefined) : undefined;
       const kv = toKV(row);
       if (row.deleted) {
-        return { type: 'delete', kv, prevKv: prev ? toKV(prev) : { ...kv, version: 0 } } as WatchEvent;
+        return { type: 'delete', kv, prevKv: prev ? toKV(prev) : { ...kv, version: 0 } };
       }
-      return { type: 'put', kv, prevKv: prev ? toKV(prev) : null } as WatchEvent;
+      return { type: 'put', kv, prevKv: prev ? toKV(prev) : null };
     });
   }
 

@@ -117,7 +117,7 @@ export function storageConformance(name: string, open: () => Promise<Backend>): 
         assert.ok(err instanceof StorageError);
         assert.equal(err.code, 'Conflict');
         assert.equal(err.details.current?.modRevision, a2.modRevision);
-        assert.equal(dec(err.details.current!.value), 'v2');
+        assert.equal(dec(err.details.current.value), 'v2');
       }
       assert.equal(await code(kv.delete(p + 'k', a.modRevision)), 'Conflict');
       assert.equal(await code(kv.update(p + 'nope', enc('x'), 1)), 'NotFound');

@@ -1,0 +1,16 @@
+/**
+ * `npm run bench`: prints the figures of every benchmark. Arguments select benchmarks by name
+ * (`node dist/bench/index.js storage`); BENCH_SCALE=0.1 runs a smaller workload.
+ */
+import { benchStorage } from './storage.js';
+
+const benches: Record<string, (scale: number) => Promise<unknown>> = {
+  storage: benchStorage,
+};
+
+const scale = Number(process.env.BENCH_SCALE ?? '1');
+const selected = process.argv.slice(2);
+for (const [name, run] of Object.entries(benches)) {
+  if (selected.length > 0 && !selected.includes(name)) continue;
+  await run(scale);
+}

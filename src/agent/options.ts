@@ -1,0 +1,831 @@
+// Command-line options of orchlet, the node agent: every option of document 3, one flag() row
+// each, grouped by the document's sections and in its order (an option listed in several
+// sections appears once, in the first).
+//
+// Each row carries its status: 'supported' options are honoured; 'later' options parse but are
+// refused with '--name: not implemented yet' when given. Options marked [cfg] in the document
+// carry configField, the KubeletConfiguration field (dotted for nested ones, e.g.
+// 'authentication.anonymous.enabled') that the --config file may set instead.
+//
+// Placeholders: <runtime> is docker (--container-runtime docker|remote, --docker-endpoint),
+// <shim> is dockershim, <cloud> is azure (--azure-container-registry-config). Renamed options
+// accept the upstream spelling: --kubeconfig, --bootstrap-kubeconfig, --kube-reserved,
+// --kube-reserved-cgroup, --kubelet-cgroups, --kube-api-content-type, --kube-api-qps, --kube-api-burst.
+import { isIP } from 'node:net';
+import {
+  FEATURE_GATES,
+  TLS_INSECURE_CIPHER_SUITES,
+  TLS_PREFERRED_CIPHER_SUITES,
+  TLS_VERSIONS,
+  changeFeatureGates,
+  checkVmodule,
+  featureGateHelp,
+  flag,
+  flagGroup,
+  formatHelp,
+  inRange,
+  isCIDR,
+  isHttpUrl,
+  nonNegative,
+  parseFlags,
+  positive,
+  refuseLaterOptions,
+  resolveFeatureGates,
+  toOptions,
+  unknownFeatureGate,
+  type FeatureGateSpec,
+  type OptionsOf,
+} from '../util/flags.js';
+import { isQualifiedName, isValidLabelValue } from '../util/validation.js';
+
+export const AGENT_PROGRAM = 'orchlet';
+
+/**
+ * The node agent's gates (document 3, section 9): document 2's set with CPUManagerPolicyOptions
+ * alpha (off), CSIMigrationAWS (<cloud1>) beta but off, TopologyAwareHints beta and on, and
+ * without ServerSideFieldValidation.
+ */
+export const AGENT_FEATURE_GATES: readonly FeatureGateSpec[] = changeFeatureGates(FEATURE_GATES, {
+  CPUManagerPolicyOptions: { stage: 'alpha', default: false },
+  CSIMigrationAWS: { stage: 'beta', default: false },
+  TopologyAwareHints: { stage: 'beta', default: true },
+  ServerSideFieldValidation: null,
+});
+
+const AGENT_INSECURE_CIPHER_SUITES = TLS_INSECURE_CIPHER_SUITES.filter((c) => !c.includes('3DES'));
+
+/** On Linux the default hard eviction thresholds also include nodefs.inodesFree<5% (document 3). */
+const EVICTION_HARD_DEFAULT =
+  'imagefs.available<15%,memory.available<100Mi,nodefs.available<10%' +
+  (process.platform === 'linux' ? ',nodefs.inodesFree<5%' : '');
+
+// ---------------------------------------------------------------------------------------------
+// Value checks
+
+function checkNodeIP(text: string): string | undefined {
+  const list = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (list.length > 2) return 'at most two addresses (one IPv4, one IPv6) may be given';
+  for (const a of list) if (isIP(a) === 0) return `"${a}" is not an IPv4 or IPv6 address`;
+  if (list.length === 2 && isIP(list[0]!) === isIP(list[1]!)) return 'two addresses must be dual-stack: one IPv4 and one IPv6';
+  return undefined;
+}
+
+function checkIPList(list: string[]): string | undefined {
+  for (const a of list) if (isIP(a) === 0) return `"${a}" is not an IPv4 or IPv6 address`;
+  return undefined;
+}
+
+/** Label domains reserved for the product; 'orch.io' is ours, the other two the upstream ones. */
+const RESERVED_LABEL_DOMAINS = ['kubernetes.io', 'k8s.io', 'orch.io'];
+const ALLOWED_LABEL_DOMAINS = ['kubelet.kubernetes.io', 'node.kubernetes.io', 'orchlet.orch.io', 'node.orch.io'];
+const ALLOWED_RESERVED_LABELS = new Set(
+  ['kubernetes.io', 'orch.io'].flatMap((d) => [
+    `beta.${d}/arch`,
+    `beta.${d}/instance-type`,
+    `beta.${d}/os`,
+    `failure-domain.beta.${d}/region`,
+    `failure-domain.beta.${d}/zone`,
+    `topology.${d}/region`,
+    `topology.${d}/zone`,
+    `${d}/arch`,
+    `${d}/hostname`,
+    `${d}/os`,
+    `node.${d}/instance-type`,
+  ]),
+);
+
+const inDomain = (domain: string, of: string): boolean => domain === of || domain.endsWith(`.${of}`);
+
+function checkNodeLabels(labels: Record<string, string>): string | undefined {
+  for (const [key, value] of Object.entries(labels)) {
+    const keyErrors = isQualifiedName(key);
+    if (keyErrors.length > 0) return `"${key}" is not a valid label key: ${keyErrors.join('; ')}`;
+    const valueErrors = isValidLabelValue(value);
+    if (valueErrors.length > 0) return `"${value}" is not a valid label value (label ${key}): ${valueErrors.join('; ')}`;
+    const slash = key.indexOf('/');
+    const domain = slash < 0 ? '' : key.slice(0, slash);
+    if (
+      RESERVED_LABEL_DOMAINS.some((r) => inDomain(domain, r)) &&
+      !ALLOWED_LABEL_DOMAINS.some((a) => inDomain(domain, a)) &&
+      !ALLOWED_RESERVED_LABELS.has(key)
+    ) {
+      return (
+        `label ${key} is in a reserved domain (${RESERVED_LABEL_DOMAINS.join(', ')}); such labels must be under ` +
+        `${ALLOWED_LABEL_DOMAINS.join(', ')} or be a well-known arch, hostname, os, instance-type, region or zone label`
+      );
+    }
+  }
+  return undefined;
+}
+
+function checkEnforceNodeAllocatable(list: string[]): string | undefined {
+  if (list.includes('none') && list.length > 1) return "'none' must not be combined with other values";
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The option table
+
+const S = 'supported' as const;
+
+export const AGENT_FLAGS = [
+  ...flagGroup('Options', [
+    flag('add-dir-header', 'bool', 'false', 'Add file directory to log message headers (deprecated, logging-flag removal planned).'),
+    flag('address', 'ip', '0.0.0.0', 'IP to serve on (0.0.0.0 or :: for all interfaces and families).', {
+      status: S,
+      configField: 'address',
+    }),
+    flag('allowed-unsafe-sysctls', 'strings', undefined, "Allow-list of unsafe sysctls or patterns ending in '*'.", {
+      configField: 'allowedUnsafeSysctls',
+    }),
+    flag('alsologtostderr', 'bool', 'false', 'Log to standard error as well as files (deprecated).'),
+    flag('azure-container-registry-config', 'string', undefined, 'Path of a container registry configuration file.'),
+    flag(
+      'bootstrap-orchconfig',
+      'string',
+      undefined,
+      'Config file used to obtain a client certificate: if the --orchconfig file does not exist, the bootstrap file is used to request one from the server; on success an --orchconfig file referencing the generated certificate and key is written; the certificate and key are stored in --cert-dir.',
+      { aliases: ['bootstrap-kubeconfig'] },
+    ),
+    flag('cgroup-driver', 'enum', 'cgroupfs', 'cgroupfs or systemd.', { values: ['cgroupfs', 'systemd'], configField: 'cgroupDriver' }),
+    flag('cgroup-root', 'string', '', 'Optional root cgroup for pods; empty means runtime default.', { configField: 'cgroupRoot' }),
+    flag('cgroups-per-qos', 'bool', 'true', 'Create the QoS cgroup hierarchy.', { configField: 'cgroupsPerQOS' }),
+    flag('cloud-config', 'string', undefined, 'Cloud provider configuration file (deprecated, removal in 1.23).'),
+    flag('cloud-provider', 'string', undefined, 'Cloud provider; if set it determines the node name (deprecated, removal in 1.23).'),
+    flag(
+      'cluster-dns',
+      'strings',
+      undefined,
+      'DNS server IPs for containers of pods with dnsPolicy=ClusterFirst; all servers must serve the same records.',
+      { status: S, configField: 'clusterDNS', validate: checkIPList },
+    ),
+    flag(
+      'cluster-domain',
+      'string',
+      undefined,
+      "If set, containers search this domain in addition to the host's search domains.",
+      { status: S, configField: 'clusterDomain' },
+    ),
+    flag(
+      'cni-bin-dir',
+      'string',
+      '/opt/cni/bin',
+      'Directories (comma-separated) searched for network plugin binaries; only with the built-in docker container runtime (deprecated with dockershim).',
+    ),
+    flag('cni-cache-dir', 'string', '/var/lib/cni/cache', 'Directory for network plugin cache files; same restriction.'),
+    flag('cni-conf-dir', 'string', '/etc/cni/net.d', 'Directory searched for network plugin config files (alpha); same restriction.'),
+    flag(
+      'config',
+      'string',
+      undefined,
+      'Initial configuration file; absolute or relative to the working directory; command-line flags override it; omit to use built-in defaults.',
+      { status: S },
+    ),
+    flag(
+      'container-log-max-files',
+      'int32',
+      '5',
+      'Maximum log files per container, at least 2; only with --container-runtime=remote (beta).',
+      { configField: 'containerLogMaxFiles', validate: (v) => (v >= 2 ? undefined : 'must be at least 2') },
+    ),
+    flag('container-log-max-size', 'string', '10Mi', 'Container log size before rotation; only with --container-runtime=remote (beta).', {
+      configField: 'containerLogMaxSize',
+    }),
+    flag('container-runtime', 'enum', 'docker', 'Allowed: docker (built-in adapter), remote.', {
+      status: S,
+      values: ['docker', 'remote'],
+    }),
+    flag(
+      'container-runtime-endpoint',
+      'string',
+      'unix:///var/run/dockershim.sock',
+      'Endpoint of the remote runtime service (experimental); unix sockets on Linux, npipe and tcp on Windows.',
+      { status: S },
+    ),
+    flag('contention-profiling', 'bool', 'false', 'Lock contention profiling when profiling is enabled.', {
+      configField: 'enableContentionProfiling',
+    }),
+    flag('cpu-cfs-quota', 'bool', 'true', 'Enforce CPU CFS quota for containers with CPU limits.', { configField: 'cpuCFSQuota' }),
+    flag('cpu-cfs-quota-period', 'duration', '100ms', 'CPU CFS quota period.', { configField: 'cpuCFSQuotaPeriod' }),
+    flag('cpu-manager-policy', 'enum', 'none', 'none or static.', { values: ['none', 'static'], configField: 'cpuManagerPolicy' }),
+    flag('cpu-manager-policy-options', 'mapStringString', undefined, 'Options tuning the chosen CPU manager policy.', {
+      configField: 'cpuManagerPolicyOptions',
+    }),
+    flag(
+      'cpu-manager-reconcile-period',
+      'duration',
+      '10s',
+      'CPU manager reconciliation period (alpha); if not supplied, the node status update frequency.',
+      { configField: 'cpuManagerReconcilePeriod' },
+    ),
+    flag(
+      'docker-endpoint',
+      'string',
+      'unix:///var/run/docker.sock',
+      'Endpoint of the built-in runtime; only with that runtime (deprecated with dockershim).',
+    ),
+    flag(
+      'dynamic-config-dir',
+      'string',
+      undefined,
+      'Directory for checkpointing downloaded configurations; enables dynamic configuration; requires gate DynamicKubeletConfig (deprecated, removal planned in 1.23).',
+    ),
+    flag(
+      'enable-controller-attach-detach',
+      'bool',
+      'true',
+      'Attach/detach controller manages volumes; the agent performs no attach or detach.',
+      { configField: 'enableControllerAttachDetach' },
+    ),
+    flag('enable-debugging-handlers', 'bool', 'true', 'Serve log collection and local command execution endpoints.', {
+      configField: 'enableDebuggingHandlers',
+    }),
+    flag('enable-server', 'bool', 'true', "Enable the agent's server.", { configField: 'enableServer' }),
+    flag(
+      'enforce-node-allocatable',
+      'strings',
+      'pods',
+      'Levels enforced: none, pods, system-reserved, kube-reserved (also spelled orch-reserved); the latter two require their cgroup flags; none must stand alone.',
+      {
+        configField: 'enforceNodeAllocatable',
+        values: ['none', 'pods', 'system-reserved', 'kube-reserved', 'orch-reserved'],
+        validate: checkEnforceNodeAllocatable,
+      },
+    ),
+    flag(
+      'eviction-hard',
+      'mapStringString',
+      EVICTION_HARD_DEFAULT,
+      "Thresholds that trigger pod eviction, 'signal<quantity' pairs; on Linux the default also includes nodefs.inodesFree<5%.",
+      { separator: '<', configField: 'evictionHard' },
+    ),
+    flag(
+      'eviction-max-pod-grace-period',
+      'int32',
+      undefined,
+      "Maximum grace period (s) when evicting for a soft threshold; negative defers to the pod's value.",
+      { configField: 'evictionMaxPodGracePeriod' },
+    ),
+    flag(
+      'eviction-minimum-reclaim',
+      'mapStringString',
+      undefined,
+      'Minimum amount reclaimed per resource under pressure, e.g. imagefs.available=2Gi.',
+      { configField: 'evictionMinimumReclaim' },
+    ),
+    flag('eviction-pressure-transition-period', 'duration', '5m0s', 'Wait before leaving an eviction pressure condition.', {
+      configField: 'evictionPressureTransitionPeriod',
+    }),
+    flag(
+      'eviction-soft',
+      'mapStringString',
+      undefined,
+      "Thresholds that trigger eviction when met over their grace period, 'signal<quantity' pairs.",
+      { separator: '<', configField: 'evictionSoft' },
+    ),
+    flag(
+      'eviction-soft-grace-period',
+      'mapStringString',
+      undefined,
+      'How long a soft threshold must hold, e.g. memory.available=1m30s.',
+      { configField: 'evictionSoftGracePeriod' },
+    ),
+    flag('exit-on-lock-contention', 'bool', 'false', 'Exit on lock-file contention.'),
+    flag(
+      'experimental-allocatable-ignore-eviction',
+      'bool',
+      'false',
+      'Ignore hard eviction thresholds when computing node allocatable (removal in 1.23).',
+    ),
+    flag(
+      'experimental-check-node-capabilities-before-mount',
+      'bool',
+      undefined,
+      'Check the node for required components before mounting (removal in 1.23).',
+    ),
+    flag('experimental-kernel-memcg-notification', 'bool', undefined, 'Use kernelMemcgNotification (removal in 1.23).', {
+      configField: 'kernelMemcgNotification',
+    }),
+    flag('experimental-log-sanitization', 'bool', undefined, 'Suppress logging of sensitive fields; may add overhead.', {
+      configField: 'logging.sanitization',
+    }),
+    flag('experimental-mounter-path', 'string', 'mount', 'Path of the mounter binary (removal in 1.23).'),
+    flag('fail-swap-on', 'bool', 'true', 'Refuse to start if swap is enabled.', { configField: 'failSwapOn' }),
+    flag(
+      'feature-gates',
+      'mapStringBool',
+      undefined,
+      `Comma-separated name=true|false pairs enabling or disabling features. Options are:\n${featureGateHelp(AGENT_FEATURE_GATES)}`,
+      {
+        status: S,
+        typeName: 'mapStringBool',
+        configField: 'featureGates',
+        validate: (m) => unknownFeatureGate(AGENT_FEATURE_GATES, m),
+      },
+    ),
+    flag('file-check-frequency', 'duration', '20s', 'Period of checking config files for new data.', {
+      status: S,
+      configField: 'fileCheckFrequency',
+      validate: nonNegative,
+    }),
+    flag('hairpin-mode', 'enum', 'promiscuous-bridge', 'promiscuous-bridge, hairpin-veth, none.', {
+      values: ['promiscuous-bridge', 'hairpin-veth', 'none'],
+      configField: 'hairpinMode',
+    }),
+    flag('healthz-bind-address', 'ip', '127.0.0.1', 'Address of the health server.', { configField: 'healthzBindAddress' }),
+    flag('healthz-port', 'int32', '10248', 'Port of the local health endpoint; 0 disables.', {
+      configField: 'healthzPort',
+      validate: inRange(0, 65535),
+    }),
+    flag('help', 'bool', undefined, 'Print help.', { status: S, short: 'h' }),
+    flag(
+      'hostname-override',
+      'string',
+      undefined,
+      'Identification used instead of the real hostname; with a cloud provider, the provider decides.',
+      { status: S },
+    ),
+    flag('http-check-frequency', 'duration', '20s', 'Period of checking the HTTP source for new data.', {
+      status: S,
+      configField: 'httpCheckFrequency',
+      validate: nonNegative,
+    }),
+    flag('image-credential-provider-bin-dir', 'string', undefined, 'Directory of credential provider plugin binaries.'),
+    flag('image-credential-provider-config', 'string', undefined, 'Credential provider plugin config file.'),
+    flag(
+      'image-gc-high-threshold',
+      'int32',
+      '85',
+      'Disk usage percent above which image collection always runs; range [0,100]; 100 disables.',
+      { configField: 'imageGCHighThresholdPercent', validate: inRange(0, 100) },
+    ),
+    flag(
+      'image-gc-low-threshold',
+      'int32',
+      '80',
+      'Disk usage percent below which it never runs; range [0,100]; not above the high threshold.',
+      { configField: 'imageGCLowThresholdPercent', validate: inRange(0, 100) },
+    ),
+    flag(
+      'image-pull-progress-deadline',
+      'duration',
+      '1m0s',
+      'Cancel a pull with no progress by then; only with the built-in runtime (deprecated with dockershim).',
+    ),
+    flag(
+      'image-service-endpoint',
+      'string',
+      undefined,
+      'Endpoint of the remote image service (experimental); defaults to the runtime endpoint.',
+    ),
+    flag('iptables-drop-bit', 'int32', '15', 'fwmark bit for dropped packets; range [0,31].', {
+      configField: 'iptablesDropBit',
+      validate: inRange(0, 31),
+    }),
+    flag('iptables-masquerade-bit', 'int32', '14', 'fwmark bit for SNAT; range [0,31]; match the proxy component.', {
+      configField: 'iptablesMasqueradeBit',
+      validate: inRange(0, 31),
+    }),
+    flag('keep-terminated-pod-volumes', 'bool', 'false', 'Keep volumes of terminated pods mounted (deprecated).'),
+    flag(
+      'kernel-memcg-notification',
+      'bool',
+      'false',
+      'Use kernel memcg notification for memory eviction instead of polling.',
+      { configField: 'kernelMemcgNotification' },
+    ),
+    flag('orch-api-content-type', 'string', 'application/vnd.orch.protobuf', 'Content type of requests to the server.', {
+      aliases: ['kube-api-content-type'],
+      configField: 'contentType',
+    }),
+    flag(
+      'orch-reserved',
+      'mapStringString',
+      undefined,
+      "'<resource>=<quantity>' pairs reserved for system components of the orchestrator (cpu, memory, local ephemeral-storage).",
+      { aliases: ['kube-reserved'], configField: 'kubeReserved' },
+    ),
+    flag('orch-reserved-cgroup', 'string', '', 'Top-level cgroup managing those components, e.g. /orch-reserved.', {
+      aliases: ['kube-reserved-cgroup'],
+      configField: 'kubeReservedCgroup',
+    }),
+    flag(
+      'orchconfig',
+      'string',
+      undefined,
+      'Config file telling how to connect to the server; enables API-server mode (without it the agent runs standalone).',
+      { status: S, aliases: ['kubeconfig'] },
+    ),
+    flag('orchlet-cgroups', 'string', undefined, 'Absolute cgroup name to run the agent in.', {
+      aliases: ['kubelet-cgroups'],
+      configField: 'kubeletCgroups',
+    }),
+    flag('lock-file', 'string', undefined, 'Lock file path (alpha).'),
+    flag('log-backtrace-at', 'string', ':0', 'Emit a stack trace when logging hits that line (deprecated).', {
+      typeName: 'traceLocation',
+      validate: (v) => (/^[^:]*:\d+$/.test(v) ? undefined : 'must be of the form file:line'),
+    }),
+    flag('log-dir', 'string', undefined, 'Directory for log files (deprecated).'),
+    flag('log-file', 'string', undefined, 'Log file (deprecated).'),
+    flag('log-file-max-size', 'uint', '1800', 'Maximum log file size in megabytes; 0 unlimited (deprecated).'),
+    flag('log-flush-frequency', 'duration', '5s', 'Maximum time between log flushes.', { validate: positive }),
+    flag(
+      'log-json-info-buffer-size',
+      'string',
+      '0',
+      'Buffer for info messages in JSON split-stream mode (experimental); 0 disables buffering; accepts plain bytes or suffixed sizes.',
+      { configField: 'logging.options.json.infoBufferSize' },
+    ),
+    flag('log-json-split-stream', 'bool', 'false', 'JSON format: errors to stderr, info to stdout (experimental).', {
+      configField: 'logging.options.json.splitStream',
+    }),
+    flag('logging-format', 'enum', 'text', 'text or json; non-default is alpha.', {
+      values: ['text', 'json'],
+      configField: 'logging.format',
+    }),
+    flag('logtostderr', 'bool', 'true', 'Log to standard error instead of files (deprecated).'),
+    flag('make-iptables-util-chains', 'bool', 'true', 'Ensure iptables utility rules exist on the host.', {
+      configField: 'makeIPTablesUtilChains',
+    }),
+    flag('manifest-url', 'string', undefined, 'URL of additional pod specifications.', {
+      status: S,
+      configField: 'staticPodURL',
+      validate: (v) => (v === '' || isHttpUrl(v) ? undefined : 'must be an http or https URL'),
+    }),
+    flag(
+      'manifest-url-header',
+      'multimap',
+      undefined,
+      "Comma-separated 'name:value' headers for that URL; repeatable; same-name headers are added in order given.",
+      { status: S, configField: 'staticPodURLHeader', typeName: 'string' },
+    ),
+    flag(
+      'master-service-namespace',
+      'string',
+      'default',
+      'Namespace from which control-plane services are injected into pods (deprecated).',
+    ),
+    flag('maximum-dead-containers', 'int32', '-1', 'Old container instances kept globally; negative disables (deprecated).'),
+    flag('maximum-dead-containers-per-container', 'int32', '1', 'Old instances kept per container (deprecated).'),
+    flag('memory-manager-policy', 'enum', 'None', 'None or Static.', {
+      values: ['None', 'Static'],
+      configField: 'memoryManagerPolicy',
+    }),
+    flag(
+      'minimum-container-ttl-duration',
+      'duration',
+      undefined,
+      'Minimum age of a finished container before collection (deprecated).',
+    ),
+    flag('minimum-image-ttl-duration', 'duration', '2m0s', 'Minimum age of an unused image before collection.', {
+      configField: 'imageMinimumGCAge',
+    }),
+    flag(
+      'network-plugin',
+      'string',
+      undefined,
+      'Network plugin name; only with the built-in runtime (deprecated with dockershim).',
+    ),
+    flag('network-plugin-mtu', 'int32', undefined, 'MTU passed to the plugin; 0 uses 1460. Same restriction.'),
+    flag(
+      'node-ip',
+      'string',
+      undefined,
+      "Node IP or comma-separated dual-stack IPs; if unset the default IPv4 address, else IPv6; '::' prefers IPv6.",
+      { status: S, validate: checkNodeIP },
+    ),
+    flag(
+      'node-labels',
+      'mapStringString',
+      undefined,
+      "Labels added at registration (alpha), 'key=value' separated by commas. Labels in the reserved domains (kubernetes.io, k8s.io, orch.io) must be under an allowed prefix (kubelet.kubernetes.io, node.kubernetes.io, orchlet.orch.io, node.orch.io) or be one of the allowed arch, hostname, os, instance-type, region and zone labels.",
+      { status: S, validate: checkNodeLabels },
+    ),
+    flag('node-status-max-images', 'int32', '50', 'Images reported in node status; -1 no cap.', {
+      configField: 'nodeStatusMaxImages',
+    }),
+    flag(
+      'node-status-update-frequency',
+      'duration',
+      '10s',
+      "How often node status is posted; must agree with the node controller's grace period.",
+      { status: S, configField: 'nodeStatusUpdateFrequency', validate: positive },
+    ),
+    flag(
+      'non-masquerade-cidr',
+      'string',
+      '10.0.0.0/8',
+      'Traffic to IPs outside the range is masqueraded; 0.0.0.0/0 never masquerades (deprecated).',
+      { validate: (v) => (isCIDR(v) ? undefined : 'must be a CIDR such as 10.0.0.0/8') },
+    ),
+    flag('one-output', 'bool', 'false', 'Write logs only at their native severity (deprecated).'),
+    flag('oom-score-adj', 'int32', '-999', 'oom-score-adj of the agent process; range [-1000,1000].', {
+      configField: 'oomScoreAdj',
+      validate: inRange(-1000, 1000),
+    }),
+    flag(
+      'pod-cidr',
+      'string',
+      undefined,
+      'Pod IP CIDR, standalone mode only (in cluster mode taken from the master); for IPv6 at most 65536 addresses.',
+      { configField: 'podCIDR' },
+    ),
+    flag(
+      'pod-infra-container-image',
+      'string',
+      'k8s.gcr.io/pause:3.6',
+      "Image not pruned by image collection; with the built-in runtime all containers of a pod use its network and IPC namespaces.",
+    ),
+    flag(
+      'pod-manifest-path',
+      'string',
+      undefined,
+      'Directory of static pod files, or one file; names starting with a dot are ignored.',
+      { status: S, configField: 'staticPodPath' },
+    ),
+    flag('pod-max-pids', 'int', '-1', 'Maximum processes per pod; -1 uses node allocatable PID capacity.', {
+      configField: 'podPidsLimit',
+    }),
+    flag('pods-per-core', 'int32', undefined, 'Pods per core; capped by --max-pods; 0 disables.', { configField: 'podsPerCore' }),
+    flag('port', 'int32', '10250', 'Port to serve on.', { status: S, configField: 'port', validate: inRange(1, 65535) }),
+    flag('protect-kernel-defaults', 'bool', 'false', 'Error if kernel tunables differ from agent defaults.', {
+      configField: 'protectKernelDefaults',
+    }),
+    flag('provider-id', 'string', undefined, 'Unique identifier of the node in a machine database.', { configField: 'providerID' }),
+    flag(
+      'qos-reserved',
+      'mapStringString',
+      undefined,
+      "'<resource>=<percentage>' reservation at QoS level (alpha); only memory; requires gate QOSReserved.",
+      { configField: 'qosReserved' },
+    ),
+    flag('read-only-port', 'int32', '10255', 'Read-only port with no authentication or authorization; 0 disables.', {
+      status: S,
+      configField: 'readOnlyPort',
+      validate: inRange(0, 65535),
+    }),
+    flag('really-crash-for-testing', 'bool', 'false', 'Crash on panic (testing; deprecated).'),
+    flag('register-node', 'bool', 'true', 'Register with the server; irrelevant without --orchconfig.', {
+      status: S,
+      configField: 'registerNode',
+    }),
+    flag(
+      'register-schedulable',
+      'bool',
+      'true',
+      'Register as schedulable; no effect if --register-node is false (deprecated).',
+    ),
+    flag(
+      'register-with-taints',
+      'mapStringString',
+      undefined,
+      "Taints '<key>=<value>:<effect>', comma-separated; no-op if --register-node is false.",
+      { configField: 'registerWithTaints' },
+    ),
+    flag('registry-burst', 'int32', '10', 'Burst of image pulls; used only if --registry-qps > 0.', {
+      configField: 'registryBurst',
+      validate: nonNegative,
+    }),
+    flag('registry-qps', 'int32', '5', 'Pull rate limit; 0 unlimited.', { configField: 'registryPullQPS', validate: nonNegative }),
+    flag('reserved-cpus', 'string', undefined, 'CPUs or ranges reserved for system use; supersedes CPU counts in the reserved flags.', {
+      configField: 'reservedSystemCPUs',
+    }),
+    flag(
+      'reserved-memory',
+      'string',
+      undefined,
+      "Memory reservations per NUMA node, e.g. '0:memory=1Gi,hugepages-1M=2Gi'; per-type totals equal the sum of kube-reserved, system-reserved and eviction threshold.",
+      { configField: 'reservedMemory' },
+    ),
+    flag('resolv-conf', 'string', '/etc/resolv.conf', 'Resolver file that is the basis of container DNS.', {
+      configField: 'resolvConf',
+    }),
+    flag('root-dir', 'string', '/var/lib/orchlet', 'Directory for agent files (volume mounts etc.).', { status: S }),
+    flag(
+      'runonce',
+      'bool',
+      'false',
+      'Exit after starting pods from local manifests or URLs; exclusive with --enable-server.',
+      { configField: 'runOnce' },
+    ),
+    flag('runtime-cgroups', 'string', undefined, 'Absolute cgroup name to run the runtime in.'),
+    flag(
+      'runtime-request-timeout',
+      'duration',
+      '2m0s',
+      'Timeout of runtime requests except pull, logs, exec, attach; on timeout the request is cancelled, an error raised and retried later.',
+      { configField: 'runtimeRequestTimeout' },
+    ),
+    flag(
+      'seccomp-default',
+      'bool',
+      undefined,
+      'Use RuntimeDefault as default seccomp profile (alpha; requires gate SeccompDefault).',
+    ),
+    flag('serialize-image-pulls', 'bool', 'true', 'Pull images one at a time.', { configField: 'serializeImagePulls' }),
+    flag('skip-headers', 'bool', 'false', 'Avoid header prefixes in log messages (deprecated).'),
+    flag('skip-log-headers', 'bool', 'false', 'Avoid headers when opening log files (deprecated).'),
+    flag('stderrthreshold', 'int', '2', 'Logs at or above go to stderr (deprecated).'),
+    flag(
+      'streaming-connection-idle-timeout',
+      'duration',
+      '4h0m0s',
+      'Idle time before a streaming connection closes; 0 none; every connection has a 4-hour maximum duration.',
+      { configField: 'streamingConnectionIdleTimeout' },
+    ),
+    flag('sync-frequency', 'duration', '1m0s', 'Maximum period between syncs of containers and config.', {
+      status: S,
+      configField: 'syncFrequency',
+      validate: nonNegative,
+    }),
+    flag(
+      'system-cgroups',
+      'string',
+      undefined,
+      "Cgroup for all non-kernel processes not in a cgroup under '/'; empty none; rollback requires reboot.",
+      { configField: 'systemCgroups' },
+    ),
+    flag(
+      'system-reserved',
+      'mapStringString',
+      undefined,
+      "'<resource>=<quantity>' reserved for non-orchestrator components (cpu, memory).",
+      { configField: 'systemReserved' },
+    ),
+    flag('system-reserved-cgroup', 'string', '', 'Top-level cgroup managing them, e.g. /system-reserved.', {
+      configField: 'systemReservedCgroup',
+    }),
+    flag('topology-manager-policy', 'enum', 'none', 'none, best-effort, restricted, single-numa-node.', {
+      values: ['none', 'best-effort', 'restricted', 'single-numa-node'],
+      configField: 'topologyManagerPolicy',
+    }),
+    flag('topology-manager-scope', 'enum', 'container', 'container or pod.', {
+      values: ['container', 'pod'],
+      configField: 'topologyManagerScope',
+    }),
+    flag('v', 'int', undefined, 'Log verbosity.', { status: S, short: 'v', typeName: 'Level' }),
+    flag('version', 'bool', undefined, 'Print version and quit.', { status: S }),
+    flag('vmodule', 'string', undefined, 'File-filtered logging.', { typeName: 'pattern=N,...', validate: checkVmodule }),
+    flag(
+      'volume-plugin-dir',
+      'string',
+      '/usr/libexec/orch/orchlet-plugins/volume/exec/',
+      'Directory searched for third-party volume plugins.',
+      { configField: 'volumePluginDir' },
+    ),
+    flag('volume-stats-agg-period', 'duration', '1m0s', 'Interval for computing and caching volume disk usage; 0 disables.', {
+      configField: 'volumeStatsAggPeriod',
+    }),
+  ]),
+  ...flagGroup('Authentication', [
+    flag(
+      'anonymous-auth',
+      'bool',
+      'true',
+      "Anonymous requests to the agent's server get username 'system:anonymous' and group 'system:unauthenticated'.",
+      { configField: 'authentication.anonymous.enabled' },
+    ),
+    flag('authentication-token-webhook', 'bool', 'false', 'Use the token review API to authenticate bearer tokens.', {
+      configField: 'authentication.webhook.enabled',
+    }),
+    flag('authentication-token-webhook-cache-ttl', 'duration', '2m0s', 'Cache time of webhook responses.', {
+      configField: 'authentication.webhook.cacheTTL',
+    }),
+    flag('authorization-mode', 'enum', 'AlwaysAllow', 'AlwaysAllow or Webhook (access review API).', {
+      values: ['AlwaysAllow', 'Webhook'],
+      configField: 'authorization.mode',
+    }),
+    flag('authorization-webhook-cache-authorized-ttl', 'duration', '5m0s', "Cache time of 'authorized' answers.", {
+      configField: 'authorization.webhook.cacheAuthorizedTTL',
+    }),
+    flag('authorization-webhook-cache-unauthorized-ttl', 'duration', '30s', "Cache time of 'unauthorized' answers.", {
+      configField: 'authorization.webhook.cacheUnauthorizedTTL',
+    }),
+    flag(
+      'client-ca-file',
+      'string',
+      undefined,
+      'Certificates signed by an authority in this file authenticate as the certificate CommonName.',
+      { configField: 'authentication.x509.clientCAFile' },
+    ),
+    flag(
+      'cert-dir',
+      'string',
+      '/var/lib/orchlet/pki',
+      'Directory of TLS certificates; ignored if certificate and key files are given.',
+    ),
+    flag(
+      'tls-cert-file',
+      'string',
+      undefined,
+      'Serving x509 certificate (intermediates concatenated after it); if it and the key file are absent a self-signed pair is generated into --cert-dir.',
+      { configField: 'tlsCertFile' },
+    ),
+    flag('tls-private-key-file', 'string', undefined, 'Key matching the certificate.', { configField: 'tlsPrivateKeyFile' }),
+    flag('tls-min-version', 'enum', undefined, `One of ${TLS_VERSIONS.join(', ')}.`, {
+      values: TLS_VERSIONS,
+      configField: 'tlsMinVersion',
+    }),
+    flag(
+      'tls-cipher-suites',
+      'strings',
+      undefined,
+      `Cipher suites; omitted means the Go defaults. Preferred: ${TLS_PREFERRED_CIPHER_SUITES.join(', ')}. Insecure: ${AGENT_INSECURE_CIPHER_SUITES.join(', ')}.`,
+      { values: [...TLS_PREFERRED_CIPHER_SUITES, ...AGENT_INSECURE_CIPHER_SUITES], configField: 'tlsCipherSuites' },
+    ),
+    flag(
+      'rotate-certificates',
+      'bool',
+      'false',
+      'Auto-rotate client certificates by requesting new ones as expiry approaches (beta).',
+      { configField: 'rotateCertificates' },
+    ),
+    flag(
+      'rotate-server-certificates',
+      'bool',
+      'false',
+      'Auto-request and rotate serving certificates; requires gate RotateKubeletServerCertificate and approval of the signing requests.',
+      { configField: 'serverTLSBootstrap' },
+    ),
+  ]),
+  ...flagGroup('Events', [
+    flag('event-qps', 'int32', '5', 'Rate limit of event creation; at least 0; 0 uses the default 5.', {
+      configField: 'eventRecordQPS',
+      validate: nonNegative,
+    }),
+    flag(
+      'event-burst',
+      'int32',
+      '10',
+      'Burst size of event records, without exceeding --event-qps; at least 0; 0 uses the default 10.',
+      { configField: 'eventBurst', validate: nonNegative },
+    ),
+  ]),
+  ...flagGroup('Limits', [
+    flag('max-pods', 'int32', '110', 'Pods that can run on the node.', { status: S, configField: 'maxPods', validate: nonNegative }),
+    flag('max-open-files', 'int', '1000000', 'Files the agent process may open.', { configField: 'maxOpenFiles' }),
+    flag(
+      'orch-api-qps',
+      'int32',
+      '5',
+      'Request rate to the server, excluding events and node heartbeats; at least 0; 0 uses 5.',
+      { aliases: ['kube-api-qps'], configField: 'kubeAPIQPS', validate: nonNegative },
+    ),
+    flag('orch-api-burst', 'int32', '10', 'Burst to the server; at least 0; 0 uses 10.', {
+      aliases: ['kube-api-burst'],
+      configField: 'kubeAPIBurst',
+      validate: nonNegative,
+    }),
+  ]),
+] as const;
+
+type AgentFlagFields = OptionsOf<typeof AGENT_FLAGS>;
+
+/**
+ * The parsed options of orchlet: one camelCase field per option (--max-pods -> maxPods,
+ * --orchconfig -> orchconfig, --eviction-hard -> evictionHard, -v -> v), durations in
+ * milliseconds, options without a default left undefined (strings) or at their zero value.
+ */
+export type AgentOptions = Omit<AgentFlagFields, 'featureGates'> & {
+  /** Every gate of AGENT_FEATURE_GATES, resolved (defaults, AllAlpha/AllBeta, explicit values). */
+  featureGates: Record<string, boolean>;
+  /** Names (without dashes) of the options given on the command line. */
+  explicitFlags: ReadonlySet<string>;
+};
+
+/**
+ * Parses orchlet's arguments (process.argv.slice(2)). Throws FlagError for bad syntax or values,
+ * unknown flags, positional arguments and options not implemented yet. With --help or --version
+ * only the syntax is checked.
+ */
+export function parseAgentOptions(argv: readonly string[]): AgentOptions {
+  const parsed = parseFlags(argv, AGENT_FLAGS, { program: AGENT_PROGRAM });
+  const fields = toOptions(AGENT_FLAGS, parsed);
+  const early = fields.help || fields.version;
+  const opts: AgentOptions = {
+    ...fields,
+    featureGates: resolveFeatureGates(AGENT_FEATURE_GATES, early ? {} : fields.featureGates),
+    explicitFlags: parsed.explicit,
+  };
+  if (early) return opts;
+  refuseLaterOptions(AGENT_FLAGS, parsed);
+  return opts;
+}
+
+/** The --help text of orchlet. */
+export function agentHelp(): string {
+  return formatHelp(
+    AGENT_PROGRAM,
+    [
+      'The orchlet is the node agent that runs on each node. It registers the node with the control-plane server',
+      '(using the hostname, --hostname-override, or cloud-provider logic) and makes sure the containers of the pods',
+      'given to it are running and healthy. Besides the server, pods come from a file or directory (--pod-manifest-path,',
+      'checked every --file-check-frequency) and from an HTTP endpoint (--manifest-url, checked every --http-check-frequency).',
+      'With --orchconfig the agent runs in API-server mode; without it, standalone.',
+    ].join('\n'),
+    AGENT_FLAGS,
+  );
+}

@@ -1,0 +1,304 @@
+/**
+ * Authentication, with Kubernetes' semantics: client certificates (verified against --client-ca-file by
+ * the TLS layer; CN is the user, O entries the groups), then bearer tokens from --token-auth-file; the first
+ * success wins and gains the group system:authenticated. A credential that is presented but fails (an
+ * unknown token, a certificate the CA did not sign) is a 401 even when anonymous access is on; only a
+ * request without credentials becomes system:anonymous. The user is reached through getUser(req).
+ */
+import { readFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { TLSSocket } from 'node:tls';
+
+/** A request as served over HTTP/1.1 or HTTP/2 (the compatibility API), or in-process. */
+export type ApiRequest = IncomingMessage | Http2ServerRequest;
+export type ApiResponse = ServerResponse | Http2ServerResponse;
+/** A handler or a filter's result; a filter is `withX(next, deps): Handler`. */
+export type Handler = (req: ApiRequest, res: ApiResponse) => void | Promise<void>;
+
+export interface UserInfo {
+  name: string;
+  uid?: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+export const ANONYMOUS_USER = 'system:anonymous';
+export const ALL_AUTHENTICATED = 'system:authenticated';
+export const ALL_UNAUTHENTICATED = 'system:unauthenticated';
+
+// ---- request context -------------------------------------------------------------------------------
+
+/** Per-request values set by filters and read by later filters and handlers. Never shared between requests. */
+export interface RequestContext {
+  /** Set by withAuthentication before `next` runs. */
+  user?: UserInfo;
+}
+
+const contexts = new WeakMap<ApiRequest, RequestContext>();
+
+/** The request's context, created empty on first use. */
+export function requestContext(req: ApiRequest): RequestContext {
+  let ctx = contexts.get(req);
+  if (!ctx) {
+    ctx = {};
+    contexts.set(req, ctx);
+  }
+  return ctx;
+}
+
+/** The authenticated user; undefined only outside (before) the authentication filter. */
+export function getUser(req: ApiRequest): UserInfo | undefined {
+  return contexts.get(req)?.user;
+}
+
+/** Records the request's user; for the authentication filter and for tests that bypass it. */
+export function setUser(req: ApiRequest, user: UserInfo): void {
+  requestContext(req).user = user;
+}
+
+// ---- authenticators --------------------------------------------------------------------------------
+
+export type AuthenticationResult =
+  | { status: 'authenticated'; user: UserInfo }
+  /** The request carries no credential of this kind. */
+  | { status: 'absent' }
+  /** A credential of this kind was presented and rejected. */
+  | { status: 'failed'; reason: string };
+
+export interface Authenticator {
+  authenticate(req: ApiRequest): AuthenticationResult | Promise<AuthenticationResult>;
+}
+
+/** Bearer tokens of the Authorization header, parsed exactly as Kubernetes' bearertoken authenticator. */
+export function bearerToken(req: ApiRequest): string | undefined {
+  const header = req.headers.authorization;
+  const auth = (Array.isArray(header) ? header[0] : header)?.trim() ?? '';
+  if (auth === '') return undefined;
+  const parts = auth.split(' ');
+  if (parts.length < 2 || parts[0]!.toLowerCase() !== 'bearer') return undefined;
+  const token = parts[1]!;
+  return token === '' ? undefined : token;
+}
+
+/** Token → user, as loaded from a token file. */
+export type TokenTable = ReadonlyMap<string, UserInfo>;
+
+export function tokenAuthenticator(tokens: TokenTable): Authenticator {
+  return {
+    authenticate(req) {
+      const token = bearerToken(req);
+      if (token === undefined) return { status: 'absent' };
+      const user = tokens.get(token);
+      if (!user) return { status: 'failed', reason: 'invalid bearer token' };
+      // Kubernetes drops the credential once used, so it is never proxied further.
+      delete req.headers.authorization;
+      return { status: 'authenticated', user: { ...user, groups: [...user.groups] } };
+    },
+  };
+}
+
+/**
+ * The TLS socket under an HTTP/1.1 or HTTP/2 request; undefined in-process or over plain HTTP. (For HTTP/2,
+ * req.socket is a proxy of the session's socket that forwards calls but answers `in` checks falsely.)
+ */
+function tlsSocketOf(req: ApiRequest): TLSSocket | undefined {
+  const socket = req.socket as Partial<TLSSocket> | undefined;
+  return typeof socket?.getPeerCertificate === 'function' ? (socket as TLSSocket) : undefined;
+}
+
+function asList(v: string | string[] | undefined): string[] {
+  if (v === undefined) return [];
+  return Array.isArray(v) ? v : [v];
+}
+
+/**
+ * Client certificates. The TLS server must request them and verify against the client CA without
+ * rejecting the handshake; `authorized` then says whether the CA signed the presented chain.
+ */
+export function clientCertAuthenticator(): Authenticator {
+  return {
+    authenticate(req) {
+      const socket = tlsSocketOf(req);
+      if (!socket) return { status: 'absent' };
+      const cert = socket.getPeerCertificate();
+      if (!cert || Object.keys(cert).length === 0) return { status: 'absent' };
+      if (!socket.authorized) {
+        return { status: 'failed', reason: `verifying certificate: ${String(socket.authorizationError ?? 'unknown authority')}` };
+      }
+      const name = asList(cert.subject?.CN)[0];
+      if (!name) return { status: 'failed', reason: 'client certificate has no common name' };
+      return { status: 'authenticated', user: { name, groups: asList(cert.subject?.O) } };
+    },
+  };
+}
+
+/**
+ * Tries each authenticator in order: the first success wins; otherwise a failure if any failed, else absent.
+ * Successful users gain system:authenticated unless already in it or in system:unauthenticated.
+ */
+export function unionAuthenticator(authenticators: Authenticator[]): Authenticator {
+  return {
+    async authenticate(req) {
+      const reasons: string[] = [];
+      for (const a of authenticators) {
+        const r = await a.authenticate(req);
+        if (r.status === 'authenticated') return { status: 'authenticated', user: withAuthenticatedGroup(r.user) };
+        if (r.status === 'failed') reasons.push(r.reason);
+      }
+      return reasons.length > 0 ? { status: 'failed', reason: reasons.join(', ') } : { status: 'absent' };
+    },
+  };
+}
+
+function withAuthenticatedGroup(user: UserInfo): UserInfo {
+  if (user.groups.includes(ALL_AUTHENTICATED) || user.groups.includes(ALL_UNAUTHENTICATED)) return user;
+  return { ...user, groups: [...user.groups, ALL_AUTHENTICATED] };
+}
+
+export function anonymousUser(): UserInfo {
+  return { name: ANONYMOUS_USER, groups: [ALL_UNAUTHENTICATED] };
+}
+
+// ---- token file --------------------------------------------------------------------------------------
+
+/**
+ * Reads a --token-auth-file: CSV records `token,user,uid[,"group1,group2"]`, more columns ignored, blank
+ * lines skipped; a later duplicate token wins. Throws naming the file and line on a record with fewer than
+ * three columns or a malformed quote.
+ */
+export async function loadTokenFile(path: string): Promise<Map<string, UserInfo>> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    throw new Error(`--token-auth-file ${path}: cannot be read: ${(e as Error).message}`, { cause: e });
+  }
+  return parseTokenFile(text, path);
+}
+
+/** Parses token file contents; `path` only names the file in errors. */
+export function parseTokenFile(text: string, path: string): Map<string, UserInfo> {
+  const tokens = new Map<string, UserInfo>();
+  for (const { line, fields } of parseCsv(text.replace(/^\uFEFF/, ''), path)) {
+    if (fields.length < 3) {
+      throw new Error(
+        `--token-auth-file ${path}, line ${line}: a record needs at least 3 columns (token, user name, user uid), found ${fields.length}`,
+      );
+    }
+    const [token, name, uid, groups] = fields as [string, string, string, string | undefined];
+    if (token === '') continue;
+    const user: UserInfo = { name, uid, groups: groups === undefined ? [] : groups.split(',').filter((g) => g !== '') };
+    tokens.set(token, user);
+  }
+  return tokens;
+}
+
+interface CsvRecord {
+  /** 1-based line where the record starts. */
+  line: number;
+  fields: string[];
+}
+
+/**
+ * RFC 4180 CSV as Go's encoding/csv reads it with TrimLeadingSpace: quoted fields may hold commas,
+ * newlines and doubled quotes; a quote inside an unquoted field is an error. Blank (or whitespace-only)
+ * lines are skipped.
+ */
+function parseCsv(text: string, path: string): CsvRecord[] {
+  const records: CsvRecord[] = [];
+  let line = 1;
+  let i = 0;
+  const fail = (at: number, what: string): never => {
+    throw new Error(`--token-auth-file ${path}, line ${at}: ${what}`);
+  };
+  while (i < text.length) {
+    const blank = /^[ \t]*(\r?\n|$)/.exec(text.slice(i, text.indexOf('\n', i) + 1 || text.length));
+    if (blank) {
+      i += blank[0].length;
+      line++;
+      continue;
+    }
+    const start = line;
+    const fields: string[] = [];
+    for (;;) {
+      while (text[i] === ' ' || text[i] === '\t') i++;
+      let field = '';
+      if (text[i] === '"') {
+        i++;
+        for (;;) {
+          if (i >= text.length) fail(start, 'extraneous or missing " in quoted-field');
+          const c = text[i];
+          if (c === '"' && text[i + 1] === '"') {
+            field += '"';
+            i += 2;
+          } else if (c === '"') {
+            i++;
+            break;
+          } else {
+            if (c === '\n') line++;
+            field += c;
+            i++;
+          }
+        }
+        if (i < text.length && text[i] !== ',' && text[i] !== '\n' && text[i] !== '\r') {
+          fail(line, 'extraneous or missing " in quoted-field');
+        }
+      } else {
+        while (i < text.length && text[i] !== ',' && text[i] !== '\n' && !(text[i] === '\r' && text[i + 1] === '\n')) {
+          if (text[i] === '"') fail(line, 'bare " in non-quoted-field');
+          field += text[i];
+          i++;
+        }
+      }
+      fields.push(field);
+      if (text[i] === ',') {
+        i++;
+        continue;
+      }
+      break;
+    }
+    records.push({ line: start, fields });
+  }
+  return records;
+}
+
+// ---- the filter ----------------------------------------------------------------------------------------
+
+export interface AuthenticationDeps {
+  authenticator: Authenticator;
+  /** Requests without credentials become system:anonymous; otherwise they get 401. */
+  anonymous: boolean;
+}
+
+/** The Status body Kubernetes answers a request it cannot authenticate with. */
+export const UNAUTHORIZED_STATUS = {
+  kind: 'Status',
+  apiVersion: 'v1',
+  metadata: {},
+  status: 'Failure',
+  message: 'Unauthorized',
+  reason: 'Unauthorized',
+  code: 401,
+} as const;
+
+/** Sets the request's user, or answers 401 with a Status and does not call `next`. */
+export function withAuthentication(next: Handler, deps: AuthenticationDeps): Handler {
+  return async (req, res) => {
+    const result = await deps.authenticator.authenticate(req);
+    if (result.status === 'authenticated') {
+      setUser(req, result.user);
+    } else if (result.status === 'absent' && deps.anonymous) {
+      setUser(req, anonymousUser());
+    } else {
+      const body = JSON.stringify(UNAUTHORIZED_STATUS) + '\n';
+      res.statusCode = 401;
+      res.setHeader('Content-Type', 'application/json');
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      res.setHeader('Content-Length', Buffer.byteLength(body));
+      res.end(body);
+      return;
+    }
+    await next(req, res);
+  };
+}

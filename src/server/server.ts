@@ -1,0 +1,548 @@
+/**
+ * The API server as a value: createApiServer(config) loads certificates and credentials, builds the handler
+ * chain and an HTTP/2 + HTTP/1.1 TLS listener; start() listens, stop() shuts down as kube-apiserver does
+ * (readyz fails at once, the listener closes after the shutdown delay, in-flight requests drain). Later
+ * layers add routes through `mux` and health checks through addHealthCheck.
+ */
+import { X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createSecureServer, type Http2SecureServer, type SecureServerOptions, type ServerHttp2Session } from 'node:http2';
+import { isIPv6, type AddressInfo, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TLSSocket } from 'node:tls';
+import {
+  clientCertAuthenticator,
+  loadTokenFile,
+  tokenAuthenticator,
+  unionAuthenticator,
+  withAuthentication,
+  type ApiRequest,
+  type ApiResponse,
+  type Authenticator,
+  type Handler,
+} from '../filters/authn.js';
+import { ensureServingCert, splitPemCertificates } from './certs.js';
+
+export interface ServerConfig {
+  /** --bind-address; default '0.0.0.0'. */
+  bindAddress?: string;
+  /** --secure-port; 0 picks a free port. */
+  securePort: number;
+  /** --advertise-address; added to the self-signed certificate's names. */
+  advertiseAddress?: string;
+  /** More names or IPs for the self-signed certificate (e.g. the kubernetes service IP). */
+  alternateNames?: string[];
+  /** --cert-dir. */
+  certDir: string;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  tokenAuthFile?: string;
+  clientCaFile?: string;
+  /** --anonymous-auth; forced off under AlwaysAllow. */
+  anonymousAuth: boolean;
+  /** --authorization-mode; only 'AlwaysAllow' exists for now. */
+  authorizationModes: string[];
+  /** --shutdown-delay-duration; default 0. */
+  shutdownDelayMs?: number;
+  /** --livez-grace-period: livez checks added by addHealthCheck pass for this long after start. Default 0. */
+  livezGracePeriodMs?: number;
+  /** How long stop() lets in-flight requests finish before cutting connections; default 60000. */
+  shutdownTimeoutMs?: number;
+  /** The /version body. */
+  versionInfo: () => object;
+  /** Where warnings and notices go; default console.error. */
+  logger?: (message: string) => void;
+}
+
+// ---- router ------------------------------------------------------------------------------------------
+
+/** Paths to handlers: exact paths win, then the longest matching prefix. Registering a path twice throws. */
+export interface Router {
+  handle(path: string, handler: Handler): void;
+  /** Serves every path that starts with `prefix` (e.g. '/api/'). */
+  handlePrefix(prefix: string, handler: Handler): void;
+  lookup(path: string): Handler | undefined;
+  /** Every registered exact path and prefix, sorted. */
+  paths(): string[];
+}
+
+export function createRouter(): Router {
+  const exact = new Map<string, Handler>();
+  const prefixes = new Map<string, Handler>();
+  let byLength: string[] = [];
+  return {
+    handle(path, handler) {
+      if (exact.has(path)) throw new Error(`duplicate path registration: ${path}`);
+      exact.set(path, handler);
+    },
+    handlePrefix(prefix, handler) {
+      if (prefix === '' || prefixes.has(prefix)) throw new Error(`duplicate or empty prefix registration: "${prefix}"`);
+      prefixes.set(prefix, handler);
+      byLength = [...prefixes.keys()].sort((a, b) => b.length - a.length);
+    },
+    lookup(path) {
+      const h = exact.get(path);
+      if (h) return h;
+      const p = byLength.find((prefix) => path.startsWith(prefix));
+      return p === undefined ? undefined : prefixes.get(p);
+    },
+    paths() {
+      return [...new Set([...exact.keys(), ...prefixes.keys()])].sort();
+    },
+  };
+}
+
+/** The request's path, without the query. */
+export function requestPath(req: ApiRequest): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+function requestQuery(req: ApiRequest): URLSearchParams {
+  const url = req.url ?? '';
+  const q = url.indexOf('?');
+  return new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+}
+
+// ---- responses ---------------------------------------------------------------------------------------
+
+interface StatusFailure {
+  code: number;
+  reason: string;
+  message: string;
+  details?: object;
+}
+
+/** Writes a Kubernetes Status (status Failure) as JSON. */
+export function writeStatus(res: ApiResponse, s: StatusFailure): void {
+  const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: s.message, reason: s.reason };
+  const body = JSON.stringify(s.details ? { ...status, details: s.details, code: s.code } : { ...status, code: s.code }) + '\n';
+  res.statusCode = s.code;
+  res.setHeader('Content-Type', 'application/json');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
+}
+
+export function writeNotFound(res: ApiResponse): void {
+  writeStatus(res, { code: 404, reason: 'NotFound', message: 'the server could not find the requested resource', details: {} });
+}
+
+function writeText(res: ApiResponse, code: number, text: string): void {
+  res.statusCode = code;
+  res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+// ---- health checks -----------------------------------------------------------------------------------
+
+/** Throws or rejects when unhealthy; the message shows only on the check's own path (/readyz/<name>). */
+export type HealthCheck = () => void | Promise<void>;
+
+export interface HealthCheckOptions {
+  /** Part of /livez (default true). Checks in both /livez and /readyz are also part of /healthz. */
+  livez?: boolean;
+  /** Part of /readyz (default true). */
+  readyz?: boolean;
+}
+
+type Endpoint = 'healthz' | 'livez' | 'readyz';
+const ENDPOINTS: Endpoint[] = ['healthz', 'livez', 'readyz'];
+
+interface HealthRegistry {
+  add(name: string, check: HealthCheck, opts?: HealthCheckOptions): void;
+  checks(endpoint: Endpoint): { name: string; check: HealthCheck }[];
+}
+
+/** ping and log first, registered checks in order, readyz's `shutdown` last (kube-apiserver's order). */
+function createHealthRegistry(shutdownCheck: HealthCheck, inLivezGrace: () => boolean): HealthRegistry {
+  const ok: HealthCheck = () => {};
+  const lists: Record<Endpoint, { name: string; check: HealthCheck }[]> = {
+    healthz: [{ name: 'ping', check: ok }, { name: 'log', check: ok }],
+    livez: [{ name: 'ping', check: ok }, { name: 'log', check: ok }],
+    readyz: [{ name: 'ping', check: ok }, { name: 'log', check: ok }],
+  };
+  return {
+    add(name, check, opts = {}) {
+      const livez = opts.livez ?? true;
+      const readyz = opts.readyz ?? true;
+      const targets = ENDPOINTS.filter((e) => (e === 'livez' ? livez : e === 'readyz' ? readyz : livez && readyz));
+      for (const e of targets) {
+        if (name === 'shutdown' || lists[e].some((c) => c.name === name)) throw new Error(`health check "${name}" already exists in /${e}`);
+      }
+      const graced: HealthCheck = () => (inLivezGrace() ? undefined : check());
+      for (const e of targets) lists[e].push({ name, check: e === 'livez' ? graced : check });
+    },
+    checks(endpoint) {
+      return endpoint === 'readyz' ? [...lists.readyz, { name: 'shutdown', check: shutdownCheck }] : [...lists[endpoint]];
+    },
+  };
+}
+
+async function runCheck(check: HealthCheck): Promise<Error | undefined> {
+  try {
+    await check();
+    return undefined;
+  } catch (e) {
+    return e instanceof Error ? e : new Error(String(e));
+  }
+}
+
+/** /livez etc.: 'ok', or with ?verbose one line per check; any failure answers 500 with every line. */
+function healthRootHandler(endpoint: Endpoint, registry: HealthRegistry): Handler {
+  return async (req, res) => {
+    const query = requestQuery(req);
+    const excluded = new Set(query.getAll('exclude'));
+    let out = '';
+    let failed = false;
+    for (const { name, check } of registry.checks(endpoint)) {
+      if (excluded.delete(name)) {
+        out += `[+]${name} excluded: ok\n`;
+      } else if (await runCheck(check)) {
+        out += `[-]${name} failed: reason withheld\n`;
+        failed = true;
+      } else {
+        out += `[+]${name} ok\n`;
+      }
+    }
+    if (excluded.size > 0) {
+      const names = [...excluded].sort().map((n) => JSON.stringify(n));
+      out += `warn: some health checks cannot be excluded: no matches for ${names.join(',')}\n`;
+    }
+    if (failed) return writeText(res, 500, `${out}${endpoint} check failed\n`);
+    writeText(res, 200, query.has('verbose') ? `${out}${endpoint} check passed\n` : 'ok');
+  };
+}
+
+/** /livez/<name> etc.: 'ok', or 500 with the check's error. */
+function healthCheckHandler(endpoint: Endpoint, registry: HealthRegistry): Handler {
+  return async (req, res) => {
+    const name = requestPath(req).slice(endpoint.length + 2);
+    const found = registry.checks(endpoint).find((c) => c.name === name);
+    if (!found) return writeNotFound(res);
+    const err = await runCheck(found.check);
+    if (err) return writeText(res, 500, `internal server error: ${err.message}\n`);
+    writeText(res, 200, 'ok');
+  };
+}
+
+function versionHandler(versionInfo: () => object): Handler {
+  return (req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      return writeStatus(res, {
+        code: 405,
+        reason: 'MethodNotAllowed',
+        message: `${req.method ?? ''} is not supported on /version`,
+        details: {},
+      });
+    }
+    const body = JSON.stringify(versionInfo(), null, 2);
+    res.statusCode = 200;
+    res.setHeader('Content-Type', 'application/json');
+    res.setHeader('Content-Length', Buffer.byteLength(body));
+    res.end(body);
+  };
+}
+
+// ---- handler chain -----------------------------------------------------------------------------------
+
+/** The router as a handler; unmatched paths get the NotFound Status. */
+export function routerHandler(router: Router): Handler {
+  return (req, res) => {
+    const h = router.lookup(requestPath(req));
+    return h ? h(req, res) : writeNotFound(res);
+  };
+}
+
+/** Outermost filter: an exception becomes a 500 InternalError Status, or a reset stream once headers are out. */
+export function withPanicRecovery(next: Handler, deps: { logger: (m: string) => void }): Handler {
+  return async (req, res) => {
+    try {
+      await next(req, res);
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      deps.logger(`panic serving ${req.method ?? ''} ${req.url ?? ''}: ${e instanceof Error ? (e.stack ?? message) : message}`);
+      if (res.headersSent) {
+        if ('stream' in res) res.stream.destroy();
+        else res.destroy();
+        return;
+      }
+      writeStatus(res, {
+        code: 500,
+        reason: 'InternalError',
+        message: `Internal error occurred: ${message}`,
+        details: { causes: [{ message }] },
+      });
+    }
+  };
+}
+
+export interface HandlerChainDeps {
+  authenticator: Authenticator;
+  anonymous: boolean;
+  logger: (m: string) => void;
+}
+
+/**
+ * Every filter, outermost first: panic recovery → authentication → (authorization: AlwaysAllow admits
+ * everything) → the API handler.
+ */
+export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps): Handler {
+  let h = apiHandler;
+  h = withAuthentication(h, { authenticator: deps.authenticator, anonymous: deps.anonymous });
+  h = withPanicRecovery(h, { logger: deps.logger });
+  return h;
+}
+
+// ---- the server --------------------------------------------------------------------------------------
+
+export interface ApiServer {
+  /** https://host:port; the port is the bound one after start(). */
+  readonly url: string;
+  readonly port: number;
+  /** PEM of the CA that signed the serving certificate, for clients and kubeconfigs. */
+  readonly caCert: string;
+  /** Where later layers register API routes. */
+  readonly mux: Router;
+  /** Aborted when the listener starts closing; long-running handlers (watches) end their responses on it. */
+  readonly signal: AbortSignal;
+  addHealthCheck(name: string, check: HealthCheck, opts?: HealthCheckOptions): void;
+  /** The whole handler chain, for in-process requests. */
+  readonly handle: Handler;
+  /** Listens; resolves once listening. Calling it again returns the same promise. */
+  start(): Promise<void>;
+  /** Shuts down (readyz fails, the delay passes, the listener closes, connections drain); idempotent. */
+  stop(): Promise<void>;
+}
+
+const AUTHORIZATION_MODES = new Set(['AlwaysAllow']);
+const KUBERNETES_SERVICE_NAMES = ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
+/** kube-apiserver raises Go's default of 250 streams per HTTP/2 connection to 1000. */
+const HTTP2_MAX_STREAMS = 1000;
+
+/** Throws with kube-apiserver's messages on an invalid --authorization-mode list. */
+export function validateAuthorizationModes(modes: string[]): void {
+  if (modes.length === 0) throw new Error('at least one authorization-mode must be passed');
+  const seen = new Set<string>();
+  for (const m of modes) {
+    if (!AUTHORIZATION_MODES.has(m)) throw new Error(`authorization-mode "${m}" is not a valid mode`);
+    if (seen.has(m)) throw new Error(`authorization-mode "${m}" has mode specified more than once`);
+    seen.add(m);
+  }
+}
+
+function isUnspecified(address: string): boolean {
+  return address === '0.0.0.0' || address === '::' || address === '';
+}
+
+async function readClientCA(path: string): Promise<string> {
+  const pem = await readFile(path, 'utf8').catch((e: Error) => {
+    throw new Error(`--client-ca-file ${path}: cannot be read: ${e.message}`);
+  });
+  const certs = splitPemCertificates(pem);
+  try {
+    if (certs.length === 0) throw new Error('no PEM certificate found');
+    for (const c of certs) new X509Certificate(c);
+  } catch (e) {
+    throw new Error(`--client-ca-file ${path}: ${(e as Error).message}`, { cause: e });
+  }
+  return pem;
+}
+
+async function buildAuthenticator(config: ServerConfig): Promise<Authenticator> {
+  const list: Authenticator[] = [];
+  if (config.clientCaFile) list.push(clientCertAuthenticator());
+  if (config.tokenAuthFile) list.push(tokenAuthenticator(await loadTokenFile(config.tokenAuthFile)));
+  return unionAuthenticator(list);
+}
+
+/** Under AlwaysAllow kube-apiserver turns anonymous access off, with this warning. */
+function effectiveAnonymousAuth(config: ServerConfig, logger: (m: string) => void): boolean {
+  if (config.anonymousAuth && config.authorizationModes.includes('AlwaysAllow')) {
+    logger('AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false.');
+    return false;
+  }
+  return config.anonymousAuth;
+}
+
+/** Names for the self-signed certificate beyond localhost, loopback and the host name. */
+function servingCertHosts(config: ServerConfig, bindAddress: string): string[] {
+  return [
+    ...(config.advertiseAddress ? [config.advertiseAddress] : []),
+    ...(isUnspecified(bindAddress) ? [] : [bindAddress]),
+    ...KUBERNETES_SERVICE_NAMES,
+    ...(config.alternateNames ?? []),
+  ];
+}
+
+/** Validates the config and loads certificates and credentials (failing with flag names), then assembles. */
+export async function createApiServer(config: ServerConfig): Promise<ApiServer> {
+  const logger = config.logger ?? ((m: string) => console.error(m));
+  const bindAddress = config.bindAddress ?? '0.0.0.0';
+  validateAuthorizationModes(config.authorizationModes);
+  const anonymous = effectiveAnonymousAuth(config, logger);
+  const serving = await ensureServingCert({
+    certDir: config.certDir,
+    certFile: config.tlsCertFile,
+    keyFile: config.tlsPrivateKeyFile,
+    hosts: servingCertHosts(config, bindAddress),
+  });
+  const clientCA = config.clientCaFile ? await readClientCA(config.clientCaFile) : undefined;
+  const authenticator = await buildAuthenticator(config);
+  const tls: SecureServerOptions = {
+    allowHTTP1: true,
+    cert: serving.cert,
+    key: serving.key,
+    minVersion: 'TLSv1.2',
+    settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS },
+    ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}),
+  };
+  return assembleServer(config, { logger, bindAddress, caCert: serving.caCert, tls, chain: { authenticator, anonymous, logger } });
+}
+
+interface AssembleDeps {
+  logger: (m: string) => void;
+  bindAddress: string;
+  caCert: string;
+  tls: SecureServerOptions;
+  chain: HandlerChainDeps;
+}
+
+function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
+  const { logger, bindAddress } = deps;
+  let shuttingDown = false;
+  // The livez grace period runs from construction (as kube-apiserver's clock) and restarts at start().
+  let startedAt = Date.now();
+  const health = createHealthRegistry(
+    () => {
+      if (shuttingDown) throw new Error('process is shutting down');
+    },
+    () => Date.now() < startedAt + (config.livezGracePeriodMs ?? 0),
+  );
+  const mux = createRouter();
+  for (const e of ENDPOINTS) {
+    mux.handle(`/${e}`, healthRootHandler(e, health));
+    mux.handlePrefix(`/${e}/`, healthCheckHandler(e, health));
+  }
+  mux.handle('/version', versionHandler(config.versionInfo));
+  const handle = buildHandlerChain(routerHandler(mux), deps.chain);
+  const listener = new Listener(createSecureServer(deps.tls), handle);
+  const abort = new AbortController();
+  let starting: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
+  const displayHost = isUnspecified(bindAddress) ? (bindAddress === '::' ? '::1' : '127.0.0.1') : bindAddress;
+
+  const server: ApiServer = {
+    get url() {
+      return `https://${isIPv6(displayHost) ? `[${displayHost}]` : displayHost}:${server.port}`;
+    },
+    get port() {
+      return listener.port ?? config.securePort;
+    },
+    caCert: deps.caCert,
+    mux,
+    signal: abort.signal,
+    handle,
+    addHealthCheck: (name, check, opts) => health.add(name, check, opts),
+    start() {
+      if (stopping) return Promise.reject(new Error('the server was stopped; create a new one'));
+      starting ??= listener.listen(config.securePort, bindAddress).then(() => {
+        startedAt = Date.now();
+        logger(`Serving securely on ${isIPv6(bindAddress) ? `[${bindAddress}]` : bindAddress}:${server.port}`);
+      });
+      return starting;
+    },
+    stop() {
+      stopping ??= (async () => {
+        shuttingDown = true;
+        if (!starting) return;
+        await starting.catch(() => undefined);
+        if (!listener.listening) return;
+        if ((config.shutdownDelayMs ?? 0) > 0) await sleep(config.shutdownDelayMs);
+        abort.abort();
+        await listener.close(config.shutdownTimeoutMs ?? 60_000);
+      })();
+      return stopping;
+    },
+  };
+  return server;
+}
+
+/** The TLS listener and the connections it holds, so that close() can drain and end them. */
+class Listener {
+  port: number | undefined;
+  listening = false;
+  private readonly sockets = new Set<Socket>();
+  private readonly sessions = new Set<ServerHttp2Session>();
+  private readonly http1 = new Set<TLSSocket>();
+  private readonly inFlight = new WeakMap<object, number>();
+  private closing = false;
+
+  constructor(
+    private readonly server: Http2SecureServer,
+    handle: Handler,
+  ) {
+    server.on('connection', (s: Socket) => {
+      this.sockets.add(s);
+      s.once('close', () => this.sockets.delete(s));
+    });
+    server.on('secureConnection', (s: TLSSocket) => {
+      if (s.alpnProtocol === 'h2') return;
+      this.http1.add(s);
+      s.once('close', () => this.http1.delete(s));
+    });
+    server.on('session', (session: ServerHttp2Session) => {
+      this.sessions.add(session);
+      session.once('close', () => this.sessions.delete(session));
+      if (this.closing) session.close();
+    });
+    server.on('sessionError', () => {});
+    server.on('request', (req: ApiRequest, res: ApiResponse) => {
+      if (!('stream' in req)) this.track(req.socket, res);
+      void Promise.resolve(handle(req, res)).catch(() => undefined);
+    });
+  }
+
+  /** Counts an HTTP/1.1 request on its socket, so that a closing listener ends the socket once idle. */
+  private track(socket: Socket, res: ApiResponse): void {
+    this.inFlight.set(socket, (this.inFlight.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      const n = (this.inFlight.get(socket) ?? 1) - 1;
+      this.inFlight.set(socket, n);
+      if (this.closing && n === 0) socket.destroy();
+    });
+  }
+
+  listen(port: number, host: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        this.port = (this.server.address() as AddressInfo).port;
+        this.listening = true;
+        resolve();
+      });
+    });
+  }
+
+  /** Stops accepting, lets HTTP/2 streams and HTTP/1.1 requests finish, and cuts what remains after `timeoutMs`. */
+  close(timeoutMs: number): Promise<void> {
+    this.closing = true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        for (const s of this.sessions) s.destroy();
+        for (const s of this.sockets) s.destroy();
+      }, timeoutMs);
+      this.server.close(() => {
+        clearTimeout(timer);
+        this.listening = false;
+        resolve();
+      });
+      for (const s of this.sessions) s.close();
+      for (const s of this.http1) if ((this.inFlight.get(s) ?? 0) === 0) s.destroy();
+    });
+  }
+}
