@@ -6,56 +6,24 @@
  * request without credentials becomes system:anonymous. The user is reached through getUser(req).
  */
 import { readFile } from 'node:fs/promises';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 
-/** A request as served over HTTP/1.1 or HTTP/2 (the compatibility API), or in-process. */
-export type ApiRequest = IncomingMessage | Http2ServerRequest;
-export type ApiResponse = ServerResponse | Http2ServerResponse;
-/** A handler or a filter's result; a filter is `withX(next, deps): Handler`. */
-export type Handler = (req: ApiRequest, res: ApiResponse) => void | Promise<void>;
+import {
+  ALL_AUTHENTICATED,
+  ALL_UNAUTHENTICATED,
+  ANONYMOUS_USER,
+  getUser,
+  requestContext,
+  setUser,
+  type ApiRequest,
+  type ApiResponse,
+  type Handler,
+  type RequestContext,
+  type UserInfo,
+} from '../endpoints/http.js';
 
-export interface UserInfo {
-  name: string;
-  uid?: string;
-  groups: string[];
-  extra?: Record<string, string[]>;
-}
-
-export const ANONYMOUS_USER = 'system:anonymous';
-export const ALL_AUTHENTICATED = 'system:authenticated';
-export const ALL_UNAUTHENTICATED = 'system:unauthenticated';
-
-// ---- request context -------------------------------------------------------------------------------
-
-/** Per-request values set by filters and read by later filters and handlers. Never shared between requests. */
-export interface RequestContext {
-  /** Set by withAuthentication before `next` runs. */
-  user?: UserInfo;
-}
-
-const contexts = new WeakMap<ApiRequest, RequestContext>();
-
-/** The request's context, created empty on first use. */
-export function requestContext(req: ApiRequest): RequestContext {
-  let ctx = contexts.get(req);
-  if (!ctx) {
-    ctx = {};
-    contexts.set(req, ctx);
-  }
-  return ctx;
-}
-
-/** The authenticated user; undefined only outside (before) the authentication filter. */
-export function getUser(req: ApiRequest): UserInfo | undefined {
-  return contexts.get(req)?.user;
-}
-
-/** Records the request's user; for the authentication filter and for tests that bypass it. */
-export function setUser(req: ApiRequest, user: UserInfo): void {
-  requestContext(req).user = user;
-}
+export { ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER, getUser, requestContext, setUser };
+export type { ApiRequest, ApiResponse, Handler, RequestContext, UserInfo };
 
 // ---- authenticators --------------------------------------------------------------------------------
 

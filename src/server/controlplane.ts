@@ -2,14 +2,21 @@
  * The control plane as one value: the storage the options name and the API server on top of it.
  * `orch-apiserver` builds one from its command line; tests build as many as they like (port 0, memory store).
  */
+import { installApi } from '../endpoints/api.js';
+import { chainAdmission, IMMORTAL_NAMESPACES, namespaceLifecycle } from '../registry/admission/namespace-lifecycle.js';
+import { isStatusError } from '../registry/errors.js';
+import { BUILTIN_KINDS } from '../registry/kinds/index.js';
+import { Registry } from '../registry/registry.js';
 import { openStorage, type Storage, type StorageConfig } from '../storage/factory.js';
 import { versionInfo } from '../util/version.js';
+import { startNamespaceController, type Controller } from './controllers/namespace.js';
 import type { ServerOptions } from './options.js';
 import { createApiServer, type ApiServer, type ServerConfig } from './server.js';
 
 export interface ControlPlane {
   readonly server: ApiServer;
   readonly storage: Storage;
+  readonly registry: Registry;
   /** Listens; resolves once serving. */
   start(): Promise<void>;
   /** Stops serving (after the shutdown delay), then closes the storage. Safe to call twice. */
@@ -82,18 +89,51 @@ export async function createControlPlane(
       clearTimeout(timer);
     }
   });
+  const registry: Registry = new Registry({
+    storage,
+    kinds: BUILTIN_KINDS,
+    featureGates: options.featureGates,
+    admission: chainAdmission([namespaceLifecycle(() => registry.store('', 'v1', 'namespaces'))]),
+  });
+  installApi(server.mux, {
+    registry,
+    signal: server.signal,
+    minRequestTimeoutSeconds: options.minRequestTimeout,
+    serverAddress: () => `${options.advertiseAddress ?? '127.0.0.1'}:${server.port}`,
+    version: versionInfo().gitVersion,
+    log: overrides.logger ?? ((m) => console.error(m)),
+  });
+  let controllers: Controller[] = [];
   let stopped: Promise<void> | undefined;
   return {
     server,
     storage,
-    start: () => server.start(),
+    registry,
+    start: async () => {
+      await bootstrapNamespaces(registry);
+      controllers = [startNamespaceController(registry, overrides.logger ?? ((m) => console.error(m)))];
+      await server.start();
+    },
     stop: () =>
       (stopped ??= (async () => {
         try {
+          for (const c of controllers) c.stop();
           await server.stop();
         } finally {
           await storage.close();
         }
       })()),
   };
+}
+
+/** The namespaces every cluster has from its first start. */
+async function bootstrapNamespaces(registry: Registry): Promise<void> {
+  const namespaces = registry.store('', 'v1', 'namespaces')!;
+  for (const name of IMMORTAL_NAMESPACES) {
+    try {
+      await namespaces.create({ namespace: '' }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    } catch (err) {
+      if (!isStatusError(err, 'AlreadyExists')) throw err;
+    }
+  }
 }

@@ -1,0 +1,84 @@
+/**
+ * Mounts the resource API on a router: discovery (/api, /apis and below), OpenAPI (/openapi/v2, /openapi/v3)
+ * and every resource path of the registry's kinds.
+ */
+import { serveDiscovery, isDiscoveryPath } from './discovery.js';
+import type { ApiRequest, ApiResponse, Handler } from './http.js';
+import { serveOpenAPI } from './openapi.js';
+import { requestInfo } from './requestinfo.js';
+import { notFoundPath, serveResource, type ResourceDeps } from './resource.js';
+import { writeError } from './respond.js';
+
+export interface Mux {
+  handle(path: string, handler: Handler): void;
+  handlePrefix(prefix: string, handler: Handler): void;
+}
+
+export interface ApiDeps extends ResourceDeps {
+  /** host:port this server is reached at, for /api's serverAddressByClientCIDRs. */
+  serverAddress: () => string;
+  /** The server's gitVersion, for OpenAPI info.version. */
+  version: string;
+}
+
+function split(req: ApiRequest): { path: string; query: URLSearchParams } {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  return { path: q < 0 ? url : url.slice(0, q), query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)) };
+}
+
+function header(req: ApiRequest, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(',') : v;
+}
+
+function send(res: ApiResponse, status: number, headers: Record<string, string>, body: string | Buffer, method?: string): void {
+  res.statusCode = status;
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  if (status !== 304 && method !== 'HEAD') res.setHeader('Content-Length', Buffer.byteLength(body));
+  if (status === 304 || method === 'HEAD') res.end();
+  else res.end(body);
+}
+
+export function installApi(mux: Mux, deps: ApiDeps): void {
+  const kinds = deps.registry.kinds;
+  const json = { mediaType: 'application/json' as const, pretty: false };
+
+  const api: Handler = async (req, res) => {
+    const { path, query } = split(req);
+    const method = req.method ?? 'GET';
+    if (isDiscoveryPath(path) && (method === 'GET' || method === 'HEAD')) {
+      const r = serveDiscovery(kinds, {
+        path,
+        accept: header(req, 'accept'),
+        ifNoneMatch: header(req, 'if-none-match'),
+        serverAddress: deps.serverAddress(),
+      });
+      return send(res, r.status, r.headers, r.body, method);
+    }
+    const info = requestInfo(method, path, query);
+    if (!info.isResourceRequest || !deps.registry.store(info.apiGroup, info.apiVersion, info.resource)) {
+      return writeError(res, notFoundPath(), json);
+    }
+    await serveResource(req, res, info, query, deps);
+  };
+  mux.handle('/api', api);
+  mux.handlePrefix('/api/', api);
+  mux.handle('/apis', api);
+  mux.handlePrefix('/apis/', api);
+
+  const openapi: Handler = (req, res) => {
+    const { path, query } = split(req);
+    const r = serveOpenAPI(kinds, deps.registry.definitions, {
+      path,
+      query,
+      accept: header(req, 'accept'),
+      ifNoneMatch: header(req, 'if-none-match'),
+    }, { version: deps.version });
+    if (!r) return writeError(res, notFoundPath(), json);
+    send(res, r.status, r.headers, r.body, req.method);
+  };
+  mux.handle('/openapi/v2', openapi);
+  mux.handle('/openapi/v3', openapi);
+  mux.handlePrefix('/openapi/v3/', openapi);
+}

@@ -1,0 +1,54 @@
+/**
+ * The HTTP vocabulary shared by the endpoints, the filters and the server: requests and responses over
+ * HTTP/1.1 or HTTP/2, handlers, and the per-request context filters fill in (the user) and handlers read.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+
+/** A request as served over HTTP/1.1 or HTTP/2 (the compatibility API), or in-process. */
+export type ApiRequest = IncomingMessage | Http2ServerRequest;
+export type ApiResponse = ServerResponse | Http2ServerResponse;
+/** A handler or a filter's result; a filter is `withX(next, deps): Handler`. */
+export type Handler = (req: ApiRequest, res: ApiResponse) => void | Promise<void>;
+
+export interface UserInfo {
+  name: string;
+  uid?: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+export const ANONYMOUS_USER = 'system:anonymous';
+export const ALL_AUTHENTICATED = 'system:authenticated';
+export const ALL_UNAUTHENTICATED = 'system:unauthenticated';
+
+// ---- request context -------------------------------------------------------------------------------
+
+/** Per-request values set by filters and read by later filters and handlers. Never shared between requests. */
+export interface RequestContext {
+  /** Set by withAuthentication before `next` runs. */
+  user?: UserInfo;
+}
+
+const contexts = new WeakMap<ApiRequest, RequestContext>();
+
+/** The request's context, created empty on first use. */
+export function requestContext(req: ApiRequest): RequestContext {
+  let ctx = contexts.get(req);
+  if (!ctx) {
+    ctx = {};
+    contexts.set(req, ctx);
+  }
+  return ctx;
+}
+
+/** The authenticated user; undefined only outside (before) the authentication filter. */
+export function getUser(req: ApiRequest): UserInfo | undefined {
+  return contexts.get(req)?.user;
+}
+
+/** Records the request's user; for the authentication filter and for tests that bypass it. */
+export function setUser(req: ApiRequest, user: UserInfo): void {
+  requestContext(req).user = user;
+}
+

@@ -1,0 +1,38 @@
+/**
+ * PATCH bodies: the patch type from the Content-Type, applied to the current object with the kind's schema
+ * (strategic merge keys come from the declaration). Server-side apply is not built yet: it answers 415.
+ */
+import { apiErrors } from '../registry/errors.js';
+import { apiVersionOf, type KObject, type KindDecl } from '../registry/kind.js';
+import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, parsePatchType } from '../registry/patch.js';
+import { REF_PREFIX, type Definitions } from '../registry/schema.js';
+
+export function applyPatch(contentType: string, current: KObject, body: Buffer, decl: KindDecl, defs: Definitions): KObject {
+  const type = parsePatchType(contentType);
+  let patched: KObject;
+  switch (type) {
+    case 'application/json-patch+json':
+      patched = applyJsonPatch(current, body) as KObject;
+      break;
+    case 'application/merge-patch+json':
+      patched = applyMergePatch(current, body) as KObject;
+      break;
+    case 'application/strategic-merge-patch+json':
+      patched = applyStrategicMergePatch(current, body, { $ref: REF_PREFIX + decl.definition }, defs) as KObject;
+      break;
+    default:
+      throw apiErrors.unsupportedMediaType(
+        'the body of the request was in an unknown format - server-side apply (application/apply-patch+yaml) is not implemented yet; accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json',
+      );
+  }
+  if (patched === null || typeof patched !== 'object' || Array.isArray(patched)) {
+    throw apiErrors.badRequest('the patched object is not a JSON object');
+  }
+  const apiVersion = apiVersionOf(decl);
+  if ((patched.apiVersion ?? apiVersion) !== apiVersion || (patched.kind ?? decl.kind) !== decl.kind) {
+    throw apiErrors.badRequest(`the patch may not change the object's apiVersion or kind (${apiVersion}, ${decl.kind})`);
+  }
+  patched.apiVersion = apiVersion;
+  patched.kind = decl.kind;
+  return patched;
+}

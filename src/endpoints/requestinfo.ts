@@ -1,0 +1,105 @@
+/**
+ * What a request is about, read from its method, path and query as Kubernetes' RequestInfoFactory does:
+ *
+ *   /api/v1/namespaces/{ns}/{resource}/{name}/{subresource}      (core group)
+ *   /apis/{group}/{version}/namespaces/{ns}/{resource}/{name}/...  (named groups)
+ *   /api/v1/watch/... (deprecated watch paths)
+ */
+
+export interface RequestInfo {
+  isResourceRequest: boolean;
+  path: string;
+  /** get, list, watch, create, update, patch, delete, deletecollection; or the lowercased method. */
+  verb: string;
+  apiPrefix: string;
+  apiGroup: string;
+  apiVersion: string;
+  namespace: string;
+  resource: string;
+  subresource: string;
+  name: string;
+  parts: string[];
+}
+
+const SPECIAL_VERBS = new Set(['proxy', 'watch']);
+
+/** Go's strconv.ParseBool, which Kubernetes uses for boolean query parameters. */
+export function parseBoolParam(v: string | null | undefined): boolean | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False', ''].includes(v)) return false;
+  return undefined;
+}
+
+export function requestInfo(method: string, path: string, query: URLSearchParams): RequestInfo {
+  const info: RequestInfo = {
+    isResourceRequest: false,
+    path,
+    verb: method.toLowerCase(),
+    apiPrefix: '',
+    apiGroup: '',
+    apiVersion: '',
+    namespace: '',
+    resource: '',
+    subresource: '',
+    name: '',
+    parts: [],
+  };
+  let parts = path.replace(/^\/+|\/+$/g, '').split('/');
+  if (parts.length < 3 || (parts[0] !== 'api' && parts[0] !== 'apis')) return info;
+  info.apiPrefix = parts[0]!;
+  parts = parts.slice(1);
+  if (info.apiPrefix === 'apis') {
+    if (parts.length < 3) return info;
+    info.apiGroup = parts[0]!;
+    parts = parts.slice(1);
+  }
+  info.apiVersion = parts[0]!;
+  parts = parts.slice(1);
+  if (parts.length === 0) return info;
+  info.isResourceRequest = true;
+  if (SPECIAL_VERBS.has(parts[0]!)) {
+    if (parts.length < 2) return { ...info, isResourceRequest: false };
+    info.verb = parts[0]!;
+    parts = parts.slice(1);
+  } else {
+    switch (method) {
+      case 'POST':
+        info.verb = 'create';
+        break;
+      case 'GET':
+      case 'HEAD':
+        info.verb = 'get';
+        break;
+      case 'PUT':
+        info.verb = 'update';
+        break;
+      case 'PATCH':
+        info.verb = 'patch';
+        break;
+      case 'DELETE':
+        info.verb = 'delete';
+        break;
+      default:
+        info.verb = '';
+    }
+  }
+  if (parts[0] === 'namespaces') {
+    if (parts.length > 1) {
+      info.namespace = parts[1]!;
+      // /namespaces/{name}/{subresource} of the namespace itself, e.g. /namespaces/foo/status.
+      if (parts.length > 2 && parts[2] !== 'status' && parts[2] !== 'finalize') parts = parts.slice(2);
+    }
+  }
+  info.parts = parts;
+  if (parts.length >= 3) info.subresource = parts[2]!;
+  if (parts.length >= 2) info.name = parts[1]!;
+  if (parts.length >= 1) info.resource = parts[0]!;
+  if (parts.length >= 4) info.isResourceRequest = false;
+  // A GET of a collection is a list, or a watch with ?watch=true.
+  if (info.name === '' && info.verb === 'get') {
+    info.verb = parseBoolParam(query.get('watch')) ? 'watch' : 'list';
+  }
+  if (info.name === '' && info.verb === 'delete') info.verb = 'deletecollection';
+  return info;
+}

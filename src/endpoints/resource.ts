@@ -1,0 +1,303 @@
+/**
+ * The verbs on resources: one generic handler for every kind, driven by the kind's declaration and the
+ * generic store. Query parameters, bodies and answers follow Kubernetes; spec document 1's rules on
+ * delete answers come from the declaration's `responses`.
+ */
+import { parse as parseYaml } from 'yaml';
+import { StatusError, apiErrors } from '../registry/errors.js';
+import type { KObject, KindDecl } from '../registry/kind.js';
+import { apiVersionOf } from '../registry/kind.js';
+import type { Registry } from '../registry/registry.js';
+import type { DeleteOptions, ListOptions, RequestScope, ResourceStore, WatchOptions } from '../registry/store.js';
+import { tryParseSelector } from '../util/fields.js';
+import { tryParse as tryParseLabels } from '../util/labels.js';
+import { notSupported, root, validateFieldManager, type FieldError } from '../util/validation.js';
+import { bodyFormat, contentType, readBody } from './body.js';
+import { getUser, type ApiRequest, type ApiResponse } from './http.js';
+import { parseBoolParam, type RequestInfo } from './requestinfo.js';
+import { setWarnings, writeBody, writeError, type MediaType, type Output } from './respond.js';
+import { serveWatch } from './watchstream.js';
+import { negotiateOutput, transformObject, watchEventTransformer, type OutputNegotiation } from './table.js';
+import { applyPatch } from './patching.js';
+import { decodeKubernetesProtobuf } from '../registry/protobuf.js';
+import { DEFAULT_VERBS } from '../registry/kind.js';
+
+export interface ResourceDeps {
+  registry: Registry;
+  /** Ends long-running requests (watches) when the server stops. */
+  signal?: AbortSignal;
+  /** --min-request-timeout in seconds: watches without timeoutSeconds last between it and twice it. */
+  minRequestTimeoutSeconds?: number;
+  log?: (message: string) => void;
+}
+
+/** Serves a resource request (info.isResourceRequest) for a group/version the registry knows. */
+export async function serveResource(req: ApiRequest, res: ApiResponse, info: RequestInfo, query: URLSearchParams, deps: ResourceDeps): Promise<void> {
+  const pretty = parseBoolParam(query.get('pretty')) ?? false;
+  let out: Output = { mediaType: 'application/json', pretty };
+  try {
+    const neg = negotiateOutput(header(req, 'accept'));
+    if (neg.target === 'notAcceptable') throw apiErrors.notAcceptable(neg.message);
+    out = { mediaType: neg.mediaType as MediaType, pretty };
+    const includeObject = query.get('includeObject') ?? '';
+    const store = deps.registry.store(info.apiGroup, info.apiVersion, info.resource);
+    if (!store) throw notFoundPath();
+    const decl = store.decl;
+    const scope: RequestScope = { namespace: decl.namespaced ? info.namespace : '', user: getUser(req) };
+    if (decl.namespaced && info.namespace === '' && info.verb !== 'list' && info.verb !== 'watch') throw notFoundPath();
+    if (!decl.namespaced && info.parts.length > 0 && info.namespace !== '' && info.resource !== 'namespaces') throw notFoundPath();
+    if (info.subresource !== '' && !(decl.subresources && info.subresource in decl.subresources)) throw notFoundPath();
+    const warnings: string[] = [];
+    if (info.subresource === '' && !(decl.verbs ?? DEFAULT_VERBS).includes(info.verb)) throw methodNotAllowed(store, req.method ?? '');
+    switch (info.verb) {
+      case 'get':
+        return writeConverted(res, await store.get(scope, info.name, query.get('resourceVersion') ?? undefined), decl, neg, includeObject, out, req.method);
+      case 'list':
+        return writeConverted(res, await store.list(scope, listOptions(query)), decl, neg, includeObject, out, req.method);
+      case 'watch': {
+        const transform = watchEventTransformer(decl, neg, { includeObject });
+        return await serveWatch(req, res, store, scope, watchOptions(query), transform, timeoutSeconds(query, deps), deps.signal);
+      }
+      case 'create': {
+        if (info.name !== '') throw methodNotAllowed(store, 'POST');
+        scope.dryRun = dryRun(query, 'CreateOptions');
+        checkFieldManager(query, 'CreateOptions');
+        const obj = await decodeObject(req, decl, query, warnings);
+        const created = await store.create(scope, obj, warnings);
+        setWarnings(res, warnings);
+        return writeBody(res, 201, created, out);
+      }
+      case 'update': {
+        scope.dryRun = dryRun(query, 'UpdateOptions');
+        checkFieldManager(query, 'UpdateOptions');
+        const obj = await decodeObject(req, decl, query, warnings);
+        const result = await store.update(scope, info.name, () => obj, { subresource: info.subresource }, warnings);
+        setWarnings(res, warnings);
+        return writeBody(res, result.created ? 201 : 200, result.object, out);
+      }
+      case 'patch': {
+        scope.dryRun = dryRun(query, 'PatchOptions');
+        checkFieldManager(query, 'PatchOptions');
+        const body = await readBody(req);
+        const type = contentType(req);
+        const result = await store.update(
+          scope,
+          info.name,
+          (current) => {
+            if (!current) throw apiErrors.notFound(store.gr, info.name);
+            return applyPatch(type, current, body, decl, deps.registry.definitions);
+          },
+          { subresource: info.subresource },
+          warnings,
+        );
+        setWarnings(res, warnings);
+        return writeBody(res, result.created ? 201 : 200, result.object, out);
+      }
+      case 'delete': {
+        if (info.subresource !== '') throw methodNotAllowed(store, 'DELETE');
+        const opts = await deleteOptions(req, query);
+        scope.dryRun = opts.dryRun;
+        const { object, deleted } = await store.delete(scope, info.name, opts.options);
+        if (decl.responses?.delete === 'Status') return writeBody(res, 200, deleteStatus(decl, object), out);
+        return writeBody(res, opts.orphanDependents === false && !deleted ? 202 : 200, object, out);
+      }
+      case 'deletecollection': {
+        const opts = await deleteOptions(req, query);
+        scope.dryRun = opts.dryRun;
+        const items = await store.deleteCollection(scope, listOptions(query), opts.options);
+        if (decl.responses?.deleteCollection === 'Status') {
+          return writeBody(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' }, out);
+        }
+        return writeBody(res, 200, { kind: decl.listKind, apiVersion: apiVersionOf(decl), metadata: {}, items }, out);
+      }
+      default:
+        throw methodNotAllowed(store, req.method ?? '');
+    }
+  } catch (err) {
+    writeError(res, err, out, deps.log);
+  }
+}
+
+function header(req: ApiRequest, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(',') : v;
+}
+
+export function notFoundPath(): StatusError {
+  const e = apiErrors.notFound({ group: '', resource: '' }, '');
+  e.status.message = 'the server could not find the requested resource';
+  e.status.details = {};
+  return e;
+}
+
+function methodNotAllowed(store: ResourceStore, method: string): StatusError {
+  const verb = { POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }[method] ?? method.toLowerCase();
+  return apiErrors.methodNotSupported(store.gr, verb);
+}
+
+function writeConverted(
+  res: ApiResponse,
+  value: KObject,
+  decl: KindDecl,
+  neg: OutputNegotiation,
+  includeObject: string,
+  out: Output,
+  method?: string,
+): void {
+  writeBody(res, 200, transformObject(decl, value, neg, { includeObject }), out, method);
+}
+
+/** The Status a delete answers with where the declaration says so (Namespace, per spec document 1). */
+function deleteStatus(decl: KindDecl, obj: KObject): KObject {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Success',
+    details: { name: obj.metadata?.name, group: decl.group || undefined, kind: decl.resource, uid: obj.metadata?.uid },
+  };
+}
+
+function intParam(query: URLSearchParams, name: string): number | undefined {
+  const v = query.get(name);
+  if (v === null || v === '') return undefined;
+  if (!/^-?[0-9]+$/.test(v)) throw apiErrors.badRequest(`invalid value for ${name}: ${JSON.stringify(v)}: must be an integer`);
+  return Number(v);
+}
+
+function boolParam(query: URLSearchParams, name: string): boolean | undefined {
+  const v = query.get(name);
+  if (v === null) return undefined;
+  const b = parseBoolParam(v);
+  if (b === undefined) throw apiErrors.badRequest(`invalid value for ${name}: ${JSON.stringify(v)}: must be a boolean`);
+  return b;
+}
+
+export function listOptions(query: URLSearchParams): ListOptions {
+  const opts: ListOptions = {};
+  const ls = query.get('labelSelector');
+  if (ls) {
+    const sel = tryParseLabels(ls);
+    if (sel instanceof Error) throw apiErrors.badRequest(sel.message);
+    opts.labelSelector = sel;
+  }
+  const fs = query.get('fieldSelector');
+  if (fs) {
+    const sel = tryParseSelector(fs);
+    if (sel instanceof Error) throw apiErrors.badRequest(sel.message);
+    opts.fieldSelector = sel;
+  }
+  const limit = intParam(query, 'limit');
+  if (limit !== undefined) opts.limit = limit;
+  const cont = query.get('continue');
+  if (cont) opts.continue = cont;
+  const rv = query.get('resourceVersion');
+  if (rv !== null) opts.resourceVersion = rv;
+  const match = query.get('resourceVersionMatch');
+  if (match) opts.resourceVersionMatch = match;
+  return opts;
+}
+
+function watchOptions(query: URLSearchParams): WatchOptions {
+  const opts: WatchOptions = listOptions(query);
+  opts.allowWatchBookmarks = boolParam(query, 'allowWatchBookmarks') ?? false;
+  const sie = boolParam(query, 'sendInitialEvents');
+  if (sie !== undefined) opts.sendInitialEvents = sie;
+  return opts;
+}
+
+/** timeoutSeconds, or a random time between --min-request-timeout and twice it, as Kubernetes. */
+function timeoutSeconds(query: URLSearchParams, deps: ResourceDeps): number {
+  const t = intParam(query, 'timeoutSeconds');
+  if (t !== undefined && t > 0) return t;
+  const min = deps.minRequestTimeoutSeconds ?? 1800;
+  return min + Math.floor(Math.random() * min);
+}
+
+function invalidOptions(kind: string, errs: FieldError[]): StatusError {
+  return apiErrors.invalid('meta.k8s.io', kind, '', errs);
+}
+
+function dryRun(query: URLSearchParams, kind: string): boolean {
+  const values = query.getAll('dryRun').flatMap((v) => v.split(','));
+  if (values.length === 0) return false;
+  for (const v of values) {
+    if (v !== 'All') throw invalidOptions(kind, [notSupported(root('dryRun'), v, ['All'])]);
+  }
+  return true;
+}
+
+function checkFieldManager(query: URLSearchParams, kind: string): void {
+  const fm = query.get('fieldManager');
+  if (fm === null) return;
+  const errs = validateFieldManager(fm, root('fieldManager'));
+  if (errs.length > 0) throw invalidOptions(kind, errs);
+}
+
+/** Decodes an object body of the kind, refusing other kinds and API versions as Kubernetes does. */
+async function decodeObject(req: ApiRequest, decl: KindDecl, _query: URLSearchParams, _warnings: string[]): Promise<KObject> {
+  const format = bodyFormat(req);
+  const body = await readBody(req);
+  let value: unknown;
+  if (format === 'protobuf') value = decodeKubernetesProtobuf(body, { apiVersion: apiVersionOf(decl), kind: decl.kind });
+  else try {
+    value = format === 'yaml' ? parseYaml(body.toString('utf8')) : JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw apiErrors.badRequest(
+      `the object provided is unrecognized (must be of type ${decl.kind}): couldn't get version/kind; json parse error: ${(err as Error).message}`,
+    );
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw apiErrors.badRequest(`the object provided is unrecognized (must be of type ${decl.kind}): couldn't get version/kind; json parse error: not an object`);
+  }
+  const obj = value as KObject;
+  const apiVersion = apiVersionOf(decl);
+  if (obj.apiVersion !== undefined && obj.apiVersion !== '' && obj.apiVersion !== apiVersion) {
+    throw apiErrors.badRequest(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${apiVersion})`);
+  }
+  if (obj.kind !== undefined && obj.kind !== '' && obj.kind !== decl.kind) {
+    throw apiErrors.badRequest(`the object provided is unrecognized (must be of type ${decl.kind}): kind ${JSON.stringify(obj.kind)} does not match`);
+  }
+  obj.apiVersion = apiVersion;
+  obj.kind = decl.kind;
+  return obj;
+}
+
+async function deleteOptions(
+  req: ApiRequest,
+  query: URLSearchParams,
+): Promise<{ options: DeleteOptions; dryRun: boolean; orphanDependents?: boolean }> {
+  const body = await readBody(req);
+  let raw: Record<string, any> = {};
+  if (body.length > 0) {
+    const format = bodyFormat(req);
+    try {
+      raw = format === 'protobuf'
+        ? (decodeKubernetesProtobuf(body, { apiVersion: 'meta.k8s.io/v1', kind: 'DeleteOptions' }) as Record<string, any>)
+        : format === 'yaml' ? parseYaml(body.toString('utf8')) : JSON.parse(body.toString('utf8'));
+    } catch (err) {
+      throw apiErrors.badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
+    }
+    if (raw === null || typeof raw !== 'object') throw apiErrors.badRequest('the body of the request must be a DeleteOptions object');
+  }
+  const options: DeleteOptions = {};
+  const grace = intParam(query, 'gracePeriodSeconds') ?? raw.gracePeriodSeconds;
+  if (grace !== undefined && grace !== null) options.gracePeriodSeconds = Number(grace);
+  const policy = query.get('propagationPolicy') ?? raw.propagationPolicy;
+  const errs: FieldError[] = [];
+  if (policy !== undefined && policy !== null && policy !== '') {
+    if (!['Orphan', 'Background', 'Foreground'].includes(policy)) {
+      errs.push(notSupported(root('propagationPolicy'), policy, ['Foreground', 'Background', 'Orphan', 'nil']));
+    } else options.propagationPolicy = policy;
+  }
+  const orphan = boolParam(query, 'orphanDependents') ?? raw.orphanDependents;
+  if (orphan !== undefined && options.propagationPolicy !== undefined) {
+    errs.push(notSupported(root('propagationPolicy'), policy, ['orphanDependents and propagationPolicy cannot both be set']));
+  }
+  if (orphan === true && options.propagationPolicy === undefined) options.propagationPolicy = 'Orphan';
+  if (raw.preconditions && typeof raw.preconditions === 'object') options.preconditions = raw.preconditions;
+  const dryRunValues = [...query.getAll('dryRun').flatMap((v) => v.split(',')), ...((raw.dryRun as string[] | undefined) ?? [])];
+  for (const v of dryRunValues) if (v !== 'All') errs.push(notSupported(root('dryRun'), v, ['All']));
+  if (errs.length > 0) throw invalidOptions('DeleteOptions', errs);
+  return { options, dryRun: dryRunValues.length > 0, ...(orphan !== undefined ? { orphanDependents: orphan } : {}) };
+}

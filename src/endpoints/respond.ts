@@ -1,0 +1,104 @@
+/**
+ * Writing answers: content negotiation (JSON, YAML, and the meta.k8s.io Table and PartialObjectMetadata
+ * conversions), pretty printing, Warning headers, and errors as Status objects.
+ */
+import { stringify as toYaml } from 'yaml';
+import { StatusError, apiErrors } from '../registry/errors.js';
+import type { ApiResponse } from './http.js';
+
+export type MediaType = 'application/json' | 'application/yaml';
+export type Conversion = 'Table' | 'PartialObjectMetadata' | 'PartialObjectMetadataList';
+
+export interface Output {
+  mediaType: MediaType;
+  /** A meta.k8s.io conversion the client asked for (`;as=Table;g=meta.k8s.io;v=v1`). */
+  as?: Conversion;
+  /** Version of the conversion: v1 or v1beta1. */
+  asVersion?: string;
+  pretty: boolean;
+}
+
+export const SUPPORTED_MEDIA_TYPES = ['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf'];
+
+interface AcceptEntry {
+  type: string;
+  params: Record<string, string>;
+  q: number;
+}
+
+function parseAccept(header: string): AcceptEntry[] {
+  const out: AcceptEntry[] = [];
+  for (const part of header.split(',')) {
+    const [type, ...rest] = part.split(';').map((s) => s.trim());
+    if (!type) continue;
+    const params: Record<string, string> = {};
+    for (const p of rest) {
+      const eq = p.indexOf('=');
+      if (eq > 0) params[p.slice(0, eq).trim().toLowerCase()] = p.slice(eq + 1).trim().replace(/^"|"$/g, '');
+    }
+    const q = params.q !== undefined ? Number(params.q) : 1;
+    out.push({ type: type.toLowerCase(), params, q: Number.isFinite(q) ? q : 0 });
+  }
+  return out.filter((e) => e.q > 0).sort((a, b) => b.q - a.q);
+}
+
+/**
+ * Chooses the answer's form from the Accept header. `conversions` lists the meta.k8s.io forms this endpoint
+ * can produce; an Accept that asks only for forms we cannot produce is a 406.
+ */
+export function negotiate(accept: string | undefined, pretty: boolean, conversions: readonly Conversion[] = []): Output {
+  if (!accept || accept.trim() === '') return { mediaType: 'application/json', pretty };
+  for (const e of parseAccept(accept)) {
+    let mediaType: MediaType | undefined;
+    if (e.type === 'application/json' || e.type === 'application/*' || e.type === '*/*') mediaType = 'application/json';
+    else if (e.type === 'application/yaml') mediaType = 'application/yaml';
+    if (!mediaType) continue;
+    const as = e.params.as;
+    if (as === undefined) {
+      if (e.params.g !== undefined || e.params.v !== undefined) continue;
+      return { mediaType, pretty };
+    }
+    if (e.params.g !== 'meta.k8s.io' || (e.params.v !== 'v1' && e.params.v !== 'v1beta1')) continue;
+    if ((conversions as readonly string[]).includes(as)) return { mediaType, as: as as Conversion, asVersion: e.params.v, pretty };
+  }
+  throw apiErrors.notAcceptable(`only the following media types are accepted: ${SUPPORTED_MEDIA_TYPES.join(', ')}`);
+}
+
+/** Encodes a value for the chosen media type, as Kubernetes' serializers do (JSON ends with a newline). */
+export function encode(value: unknown, out: Pick<Output, 'mediaType' | 'pretty'>): string {
+  if (out.mediaType === 'application/yaml') return toYaml(value, { lineWidth: 0 });
+  return (out.pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value)) + '\n';
+}
+
+export function setWarnings(res: ApiResponse, warnings: readonly string[]): void {
+  if (warnings.length === 0 || res.headersSent) return;
+  const unique = [...new Set(warnings)];
+  const values = unique.map((w) => `299 - ${JSON.stringify(w.replace(/[\r\n]+/g, ' '))}`);
+  (res as { setHeader(name: string, value: string | readonly string[]): unknown }).setHeader('Warning', values);
+}
+
+export function writeBody(res: ApiResponse, code: number, value: unknown, out: Pick<Output, 'mediaType' | 'pretty'>, method = 'GET'): void {
+  const body = encode(value, out);
+  res.statusCode = code;
+  res.setHeader('Content-Type', out.mediaType);
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  if (method === 'HEAD') res.end();
+  else res.end(body);
+}
+
+/** Answers an error: a StatusError as its Status; anything else as a 500 that shows no internals. */
+export function writeError(res: ApiResponse, err: unknown, out: Pick<Output, 'mediaType' | 'pretty'>, log?: (m: string) => void): void {
+  let status: StatusError;
+  if (err instanceof StatusError) status = err;
+  else {
+    log?.(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    status = apiErrors.internal();
+  }
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (status.status.details?.retryAfterSeconds) res.setHeader('Retry-After', String(status.status.details.retryAfterSeconds));
+  writeBody(res, status.status.code, status.status, out);
+}

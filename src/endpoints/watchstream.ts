@@ -1,0 +1,56 @@
+/**
+ * Serving a watch: a chunked stream of JSON watch events, one per line, as Kubernetes writes them
+ * ({"type":"ADDED","object":{...}}). Backpressure: the next event is read from the store only once the
+ * connection has taken the previous one. Ends at timeoutSeconds, when the client goes away, or when the
+ * server stops.
+ */
+import type { Writable } from 'node:stream';
+import type { RequestScope, ResourceStore, WatchOptions } from '../registry/store.js';
+import type { ApiRequest, ApiResponse } from './http.js';
+import type { KObject } from '../registry/kind.js';
+
+export async function serveWatch(
+  req: ApiRequest,
+  res: ApiResponse,
+  store: ResourceStore,
+  scope: RequestScope,
+  opts: WatchOptions,
+  transform: (obj: KObject) => unknown,
+  timeoutSeconds: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  const watch = store.watch(scope, opts);
+  const stop = () => watch.close();
+  const timer = setTimeout(stop, timeoutSeconds * 1000);
+  timer.unref();
+  req.once('close', stop);
+  res.once('close', stop);
+  signal?.addEventListener('abort', stop, { once: true });
+  try {
+    res.statusCode = 200;
+    res.setHeader('Content-Type', 'application/json');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-cache, private');
+    (res as { flushHeaders?: () => void }).flushHeaders?.();
+    for await (const ev of watch) {
+      const line = JSON.stringify({ type: ev.type, object: ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED' ? transform(ev.object) : ev.object }) + '\n';
+      if (!(res as unknown as Writable).write(line)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            res.off('drain', done);
+            res.off('close', done);
+            resolve();
+          };
+          res.on('drain', done);
+          res.on('close', done);
+        });
+      }
+      if (res.destroyed || (res as { writableEnded?: boolean }).writableEnded) break;
+    }
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', stop);
+    watch.close();
+    if (!res.destroyed && !(res as { writableEnded?: boolean }).writableEnded) res.end();
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * A kind is a declaration: what it is called, where it lives, its schema, and a few strategy hooks. The
+ * generic store (store.ts) and the endpoints do everything else, in Kubernetes' order:
+ *
+ *   create: prepareForCreate → default → validate (+ object meta) → warnings → canonicalize → store
+ *   update: prepareForUpdate → default → validateUpdate (+ object meta) → warnings → canonicalize → store
+ *
+ * Hooks receive plain JSON objects (`KObject`) and may mutate the object they are given (never `old`).
+ * Validation hooks return field errors, all at once; they never throw.
+ */
+import type { FieldError, NameValidator } from '../util/validation.js';
+import type { Definitions } from './schema.js';
+
+/** A Kubernetes object as JSON. */
+export type KObject = Record<string, any> & {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+};
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string | null;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: Record<string, any>[];
+  finalizers?: string[];
+  managedFields?: Record<string, any>[];
+  selfLink?: string;
+  [k: string]: unknown;
+}
+
+/** Who asks, and under which switches: what a strategy hook may look at. */
+export interface StrategyContext {
+  /** Feature gates in effect (--feature-gates). */
+  featureGates: Readonly<Record<string, boolean>>;
+  /** The request's namespace ('' for cluster-scoped kinds). */
+  namespace: string;
+  /** The subresource being written ('' for the main resource, 'status', 'finalize'). */
+  subresource: string;
+  user?: { name: string; uid?: string; groups: string[] };
+}
+
+export interface Strategy {
+  /** Before create: clear what users may not set (e.g. status), set initial values (phase). */
+  prepareForCreate?(obj: KObject, ctx: StrategyContext): void;
+  /** Before update: keep what this endpoint may not change (e.g. status on the main resource) from `old`. */
+  prepareForUpdate?(obj: KObject, old: KObject, ctx: StrategyContext): void;
+  /** Defaulting, as the kind's defaulting functions (runs on create and update, and on decode). */
+  default?(obj: KObject, ctx: StrategyContext): void;
+  /** Kind-specific validation on create (object metadata is validated by the store). */
+  validate(obj: KObject, ctx: StrategyContext): FieldError[];
+  /** Kind-specific validation on update (metadata immutability is validated by the store). */
+  validateUpdate(obj: KObject, old: KObject, ctx: StrategyContext): FieldError[];
+  warningsOnCreate?(obj: KObject, ctx: StrategyContext): string[];
+  warningsOnUpdate?(obj: KObject, old: KObject, ctx: StrategyContext): string[];
+  /** Normalizes the object just before it is stored (e.g. canonical quantities). */
+  canonicalize?(obj: KObject): void;
+  /** Whether PUT of a missing object creates it. */
+  allowCreateOnUpdate?: boolean;
+  /** Whether PUT without metadata.resourceVersion is allowed (last write wins). */
+  allowUnconditionalUpdate?: boolean;
+}
+
+/** A subresource that writes part of the object (status, finalize): its own update strategy. */
+export interface SubresourceStrategy {
+  /** Copies what this subresource may change from `obj` onto a copy of `old`, or resets the rest of `obj`. */
+  prepareForUpdate(obj: KObject, old: KObject, ctx: StrategyContext): void;
+  validateUpdate(obj: KObject, old: KObject, ctx: StrategyContext): FieldError[];
+  warningsOnUpdate?(obj: KObject, old: KObject, ctx: StrategyContext): string[];
+}
+
+export interface TableColumn {
+  name: string;
+  /** OpenAPI type of the cell: string, integer, number, boolean, date. */
+  type: string;
+  format?: string;
+  description: string;
+  /** 0: shown by default; 1 and more: only with -o wide. */
+  priority: number;
+  /** The cell; dates as RFC 3339 strings are shown as ages by kubectl when format is 'date' or name 'Age'. */
+  cell(obj: KObject): unknown;
+}
+
+export interface KindDecl {
+  group: string;
+  version: string;
+  kind: string;
+  listKind: string;
+  /** Plural lowercase resource name, as in the URL. */
+  resource: string;
+  singular: string;
+  shortNames?: string[];
+  categories?: string[];
+  namespaced: boolean;
+  /** Validates metadata.name (and generateName); default: a DNS-1123 subdomain. */
+  nameValidator?: NameValidator;
+  /**
+   * Called when a delete finds the object and no finalizer holds it: returns the object to store instead of
+   * deleting it (graceful deletion, as Namespace's `spec.finalizers` do), or null to delete now.
+   */
+  beforeDelete?(obj: KObject, ctx: StrategyContext, now: string): KObject | null;
+  /** The definition of the kind, e.g. 'io.k8s.api.core.v1.Namespace' (and of its list: `listDefinition`). */
+  definition: string;
+  listDefinition: string;
+  /** Schemas the kind contributes (its own types); shared meta types come from the registry's base set. */
+  definitions: Definitions;
+  strategy: Strategy;
+  /** Subresources that write part of the object, with their strategies. */
+  subresources?: {
+    status?: SubresourceStrategy;
+    finalize?: SubresourceStrategy;
+  };
+  /** Whether a spec change bumps metadata.generation (compares `spec`); true for most kinds. */
+  tracksGeneration?: boolean;
+  /** Extra field selectors beyond metadata.name and metadata.namespace, as Kubernetes supports them. */
+  fieldSelectors?: Record<string, (obj: KObject) => string>;
+  /** Table columns after 'Name' (kubectl get); Name is always first. */
+  columns?: TableColumn[];
+  /**
+   * Where Kubernetes (or spec document 1) answers a delete with a Status rather than the object:
+   * `delete: 'Status'` for Namespace; `deleteCollection: 'Status'` for PVC. Defaults: the object, the list.
+   */
+  responses?: { delete?: 'Status' | 'Object'; deleteCollection?: 'Status' | 'List' };
+  /** Verbs served on the main resource; default DEFAULT_VERBS. */
+  verbs?: string[];
+}
+
+export const DEFAULT_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+export const apiVersionOf = (k: { group: string; version: string }) => (k.group ? `${k.group}/${k.version}` : k.version);

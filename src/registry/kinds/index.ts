@@ -1,0 +1,14 @@
+/** The kinds the server serves, and every schema they need (shared meta types and the kinds' own). */
+import type { KindDecl } from '../kind.js';
+import type { Definitions } from '../schema.js';
+import { META_DEFINITIONS } from '../definitions/meta.js';
+import { namespaceKind } from './namespace.js';
+import { pvcKind } from './pvc.js';
+
+export { namespaceKind } from './namespace.js';
+export { pvcKind } from './pvc.js';
+
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind];
+
+/** The definitions map of /openapi/v2: the meta types, then each kind's own. */
+export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;

@@ -1,0 +1,55 @@
+/**
+ * The registry: one generic ResourceStore per declared kind, found by group, version and resource.
+ */
+import type { Storage } from '../storage/factory.js';
+import { META_DEFINITIONS } from './definitions/meta.js';
+import type { KindDecl } from './kind.js';
+import type { Definitions } from './schema.js';
+import { ResourceStore, type Admission } from './store.js';
+
+export interface RegistryConfig {
+  storage: Storage;
+  kinds: readonly KindDecl[];
+  featureGates: Readonly<Record<string, boolean>>;
+  admission?: Admission;
+  now?: () => Date;
+}
+
+export class Registry {
+  private readonly stores = new Map<string, ResourceStore>();
+  readonly kinds: readonly KindDecl[];
+  /** Every schema: the shared meta types and each kind's own. */
+  readonly definitions: Definitions;
+
+  constructor(cfg: RegistryConfig) {
+    this.kinds = cfg.kinds;
+    this.definitions = Object.assign({}, META_DEFINITIONS, ...cfg.kinds.map((k) => k.definitions)) as Definitions;
+    for (const decl of cfg.kinds) {
+      const kv = cfg.storage.kvFor(decl.group, decl.resource);
+      const store = new ResourceStore(decl, {
+        kv,
+        prefix: cfg.storage.prefix,
+        featureGates: cfg.featureGates,
+        ...(cfg.admission ? { admission: cfg.admission } : {}),
+        ...(cfg.now ? { now: cfg.now } : {}),
+      });
+      this.stores.set(`${decl.group}/${decl.version}/${decl.resource}`, store);
+      cfg.storage.trackCount(decl.group, decl.resource, store.listPrefix(''));
+    }
+  }
+
+  /** The store of a resource, or undefined when the group, version or resource is not served. */
+  store(group: string, version: string, resource: string): ResourceStore | undefined {
+    return this.stores.get(`${group}/${version}/${resource}`);
+  }
+
+  /** The store of a kind by its name (e.g. 'Namespace' in group ''). */
+  storeOfKind(group: string, kind: string): ResourceStore | undefined {
+    for (const s of this.stores.values()) if (s.decl.group === group && s.decl.kind === kind) return s;
+    return undefined;
+  }
+
+  all(): ResourceStore[] {
+    return [...this.stores.values()];
+  }
+}

@@ -1,0 +1,632 @@
+/**
+ * The generic store: every verb of every kind, over the storage contract, in Kubernetes' order. A kind only
+ * declares itself (kind.ts); this file owns create, get, list, watch, update (with retry on conflict),
+ * delete (graceful with finalizers) and delete-collection, and the translation of storage errors.
+ */
+import { randomUUID, randomInt } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import { StorageError } from '../storage/errors.js';
+import type { KV, KeyValue } from '../storage/interface.js';
+import type { FieldSelector } from '../util/fields.js';
+import type { LabelSelector } from '../util/labels.js';
+import {
+  forbidden,
+  nameIsDNSSubdomain,
+  notSupported,
+  required,
+  root,
+  validateObjectMeta,
+  validateObjectMetaUpdate,
+  type FieldError,
+} from '../util/validation.js';
+import { apiErrors, fromStorageError, isStatusError, type GroupResource } from './errors.js';
+import { apiVersionOf, type KObject, type KindDecl, type StrategyContext } from './kind.js';
+import { openWatch, type ApiWatch } from './watch.js';
+import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
+
+/** What the caller knows about the request: who, where, and how. */
+export interface RequestScope {
+  /** The namespace of the path ('' for cluster-scoped kinds and for lists across namespaces). */
+  namespace: string;
+  user?: { name: string; uid?: string; groups: string[] };
+  dryRun?: boolean;
+}
+
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE';
+
+export interface AdmissionAttributes {
+  operation: Operation;
+  decl: KindDecl;
+  namespace: string;
+  name: string;
+  subresource: string;
+  object?: KObject;
+  oldObject?: KObject;
+  user?: RequestScope['user'];
+  dryRun: boolean;
+}
+
+/** Admission: may change the object (mutate) and refuse the request by throwing a StatusError (validate). */
+export interface Admission {
+  mutate?(attrs: AdmissionAttributes): Promise<void>;
+  validate?(attrs: AdmissionAttributes): Promise<void>;
+}
+
+export interface StoreDeps {
+  kv: KV;
+  /** --kvstore-prefix, e.g. '/registry'. */
+  prefix: string;
+  featureGates: Readonly<Record<string, boolean>>;
+  admission?: Admission;
+  /** The time objects are stamped with; injectable for tests. */
+  now?: () => Date;
+}
+
+export interface ListOptions {
+  labelSelector?: LabelSelector;
+  fieldSelector?: FieldSelector;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: string;
+}
+
+export interface WatchOptions extends ListOptions {
+  allowWatchBookmarks?: boolean;
+  sendInitialEvents?: boolean;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+export interface WatchEvent {
+  type: WatchEventType;
+  object: KObject;
+}
+
+export interface DeleteOptions {
+  gracePeriodSeconds?: number;
+  preconditions?: { uid?: string; resourceVersion?: string };
+  propagationPolicy?: 'Orphan' | 'Background' | 'Foreground';
+}
+
+/** Builds the object an update writes from the current one (null when absent); may throw a StatusError. */
+export type UpdateFn = (current: KObject | null) => KObject | Promise<KObject>;
+
+export interface UpdateOptions {
+  /** '' for the main resource, 'status', 'finalize'. */
+  subresource?: string;
+  /** Create when absent even if the kind does not allow create-on-update (server-side apply). */
+  forceAllowCreate?: boolean;
+}
+
+const GENERATE_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+const GENERATE_SUFFIX = 5;
+const MAX_GENERATE_ATTEMPTS = 8;
+const MAX_UPDATE_ATTEMPTS = 16;
+/** How long a read that asks for a resourceVersion newer than the store's waits for it (as the watch cache). */
+const FRESHNESS_WAIT_MS = 3000;
+
+export function generateName(base: string): string {
+  let s = '';
+  for (let i = 0; i < GENERATE_SUFFIX; i++) s += GENERATE_CHARS[randomInt(GENERATE_CHARS.length)];
+  // A generated name never exceeds the 63-character label limit, as apimachinery's SimpleNameGenerator.
+  const max = 63 - GENERATE_SUFFIX;
+  return (base.length > max ? base.slice(0, max) : base) + s;
+}
+
+export class ResourceStore {
+  readonly gr: GroupResource;
+  private readonly root: string;
+
+  constructor(
+    readonly decl: KindDecl,
+    private readonly deps: StoreDeps,
+  ) {
+    this.gr = { group: decl.group, resource: decl.resource };
+    this.root = `${deps.prefix}/${decl.resource}/`;
+  }
+
+  // ---- keys and encoding ------------------------------------------------------------------------------
+
+  /** The key prefix of a list: the namespace's objects, or all objects of the kind. */
+  listPrefix(namespace: string): string {
+    return this.decl.namespaced && namespace ? `${this.root}${namespace}/` : this.root;
+  }
+
+  key(namespace: string, name: string): string {
+    return this.decl.namespaced ? `${this.root}${namespace}/${name}` : `${this.root}${name}`;
+  }
+
+  private encode(obj: KObject): Buffer {
+    const meta = obj.metadata ?? {};
+    const { resourceVersion: _rv, selfLink: _sl, ...rest } = meta;
+    return Buffer.from(JSON.stringify({ ...obj, metadata: rest }));
+  }
+
+  decode(kv: KeyValue, revision = kv.modRevision): KObject {
+    const obj = JSON.parse(Buffer.from(kv.value).toString('utf8')) as KObject;
+    obj.metadata = { ...(obj.metadata ?? {}), resourceVersion: String(revision) };
+    return obj;
+  }
+
+  private ctx(scope: RequestScope, subresource = ''): StrategyContext {
+    return {
+      featureGates: this.deps.featureGates,
+      namespace: scope.namespace,
+      subresource,
+      ...(scope.user ? { user: scope.user } : {}),
+    };
+  }
+
+  private now(): string {
+    const d = this.deps.now?.() ?? new Date();
+    return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  }
+
+  private invalid(name: string, errs: FieldError[]) {
+    return apiErrors.invalid(this.decl.group, this.decl.kind, name, errs);
+  }
+
+  private translate(err: unknown, name: string): unknown {
+    return fromStorageError(err, this.gr, name);
+  }
+
+  // ---- create -----------------------------------------------------------------------------------------
+
+  /** Creates the object (Kubernetes' BeforeCreate, validation, admission, then the write). */
+  async create(scope: RequestScope, input: KObject, warnings: string[] = []): Promise<KObject> {
+    const obj = structuredClone(input);
+    const meta = (obj.metadata ??= {});
+    this.checkNamespace(scope, obj);
+    const ctx = this.ctx(scope);
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    delete meta.selfLink;
+    delete meta.resourceVersion;
+    this.decl.strategy.prepareForCreate?.(obj, ctx);
+    meta.uid = randomUUID();
+    meta.creationTimestamp = this.now();
+    if (this.decl.tracksGeneration) meta.generation = 1;
+    else delete meta.generation;
+    const generated = !meta.name && !!meta.generateName;
+    if (generated) meta.name = generateName(meta.generateName!);
+    this.decl.strategy.default?.(obj, ctx);
+    const admission = this.deps.admission;
+    const attrs = (): AdmissionAttributes => ({
+      operation: 'CREATE',
+      decl: this.decl,
+      namespace: scope.namespace,
+      name: meta.name ?? '',
+      subresource: '',
+      object: obj,
+      user: scope.user,
+      dryRun: !!scope.dryRun,
+    });
+    await admission?.mutate?.(attrs());
+    const errs = [
+      ...validateObjectMeta(meta, this.decl.namespaced, this.decl.nameValidator ?? nameIsDNSSubdomain, root('metadata')),
+      ...this.decl.strategy.validate(obj, ctx),
+    ];
+    if (errs.length > 0) throw this.invalid(meta.name ?? '', errs);
+    warnings.push(...(this.decl.strategy.warningsOnCreate?.(obj, ctx) ?? []));
+    this.decl.strategy.canonicalize?.(obj);
+    await admission?.validate?.(attrs());
+    if (scope.dryRun) return obj;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const kv = await this.deps.kv.create(this.key(scope.namespace, meta.name!), this.encode(obj));
+        meta.resourceVersion = String(kv.modRevision);
+        return obj;
+      } catch (err) {
+        if (generated && err instanceof StorageError && err.code === 'KeyExists' && attempt < MAX_GENERATE_ATTEMPTS) {
+          meta.name = generateName(meta.generateName!);
+          continue;
+        }
+        throw this.translate(err, meta.name!);
+      }
+    }
+  }
+
+  /** Namespaced objects take the request's namespace; a different one in the body is a 400. */
+  private checkNamespace(scope: RequestScope, obj: KObject): void {
+    const meta = (obj.metadata ??= {});
+    if (this.decl.namespaced) {
+      if (!meta.namespace) meta.namespace = scope.namespace;
+      else if (meta.namespace !== scope.namespace) {
+        throw apiErrors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      }
+    } else {
+      delete meta.namespace;
+    }
+  }
+
+  // ---- get --------------------------------------------------------------------------------------------
+
+  async get(scope: RequestScope, name: string, resourceVersion?: string): Promise<KObject> {
+    const rv = parseResourceVersion(resourceVersion);
+    if (rv > 0) await this.waitForRevision(rv);
+    try {
+      const { kv } = await this.deps.kv.get(this.key(scope.namespace, name));
+      if (!kv) throw apiErrors.notFound(this.gr, name);
+      return this.decode(kv);
+    } catch (err) {
+      throw this.translate(err, name);
+    }
+  }
+
+  /** Waits (up to 3 s) for the store to reach `rv`, as the watch cache does, else 504 Too large resource version. */
+  private async waitForRevision(rv: number): Promise<void> {
+    const deadline = Date.now() + FRESHNESS_WAIT_MS;
+    for (;;) {
+      const current = await this.deps.kv.currentRevision();
+      if (current >= rv) return;
+      if (Date.now() >= deadline) {
+        const e = apiErrors.timeout(`Too large resource version: ${rv}, current: ${current}`, 1);
+        e.status.details = { ...e.status.details, causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] };
+        throw e;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  // ---- list -------------------------------------------------------------------------------------------
+
+  /** The fields a field selector can see: metadata.name, metadata.namespace and the kind's own. */
+  fieldsOf(obj: KObject): Record<string, string> {
+    const f: Record<string, string> = { 'metadata.name': obj.metadata?.name ?? '', 'metadata.namespace': obj.metadata?.namespace ?? '' };
+    for (const [k, fn] of Object.entries(this.decl.fieldSelectors ?? {})) f[k] = fn(obj);
+    return f;
+  }
+
+  /** Refuses field selectors on fields the kind does not support, as Kubernetes 1.23 does (400). */
+  checkFieldSelector(sel: FieldSelector | undefined): void {
+    if (!sel) return;
+    for (const r of sel.requirements) {
+      const known = r.field === 'metadata.name' || (r.field === 'metadata.namespace' && this.decl.namespaced);
+      if (!known && !this.decl.fieldSelectors?.[r.field]) {
+        throw apiErrors.badRequest(`field label not supported: ${r.field}`);
+      }
+    }
+  }
+
+  matches(obj: KObject, opts: ListOptions): boolean {
+    if (opts.labelSelector && !opts.labelSelector.matches(obj.metadata?.labels ?? {})) return false;
+    if (opts.fieldSelector && !opts.fieldSelector.matches(this.fieldsOf(obj))) return false;
+    return true;
+  }
+
+  /** The list object, with Kubernetes' resourceVersion, paging (limit/continue) and selector semantics. */
+  async list(scope: RequestScope, opts: ListOptions): Promise<KObject> {
+    this.checkFieldSelector(opts.fieldSelector);
+    const prefix = this.listPrefix(scope.namespace);
+    const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
+    let revision = 0;
+    let startKey: string | undefined;
+    const match = opts.resourceVersionMatch ?? '';
+    const listErrs = validateListOptions(opts);
+    if (listErrs.length > 0) throw apiErrors.invalid('meta.k8s.io', 'ListOptions', '', listErrs);
+    if (opts.continue) {
+      if (opts.resourceVersion && opts.resourceVersion !== '0') {
+        throw apiErrors.badRequest('specifying resource version is not allowed when using continue');
+      }
+      const token = decodeContinue(opts.continue);
+      revision = token.rv;
+      startKey = prefix + token.start;
+    } else {
+      const rv = parseResourceVersion(opts.resourceVersion);
+      if (rv > 0) {
+        // Exact, or the legacy meaning of a resourceVersion with a limit: read at that revision.
+        if (match === 'Exact' || (match === '' && limit > 0)) revision = rv;
+        else await this.waitForRevision(rv);
+      }
+    }
+    const items: KObject[] = [];
+    let nextStart: string | undefined;
+    let remaining: number | undefined;
+    let listRevision = revision;
+    const filtered = !!(opts.labelSelector && !opts.labelSelector.empty()) || !!(opts.fieldSelector && !opts.fieldSelector.empty());
+    try {
+      for (;;) {
+        const page = await this.deps.kv.list(prefix, {
+          ...(limit ? { limit: filtered ? Math.max(limit, 256) : limit - items.length } : {}),
+          ...(startKey ? { startKey } : {}),
+          ...(listRevision ? { revision: listRevision } : {}),
+        });
+        listRevision = page.revision;
+        let last: string | undefined;
+        for (const kv of page.kvs) {
+          last = kv.key;
+          const obj = this.decode(kv);
+          if (!filtered || this.matches(obj, opts)) items.push(obj);
+          if (limit && items.length === limit) break;
+        }
+        const stoppedEarly = last !== undefined && last !== page.kvs[page.kvs.length - 1]?.key;
+        if (limit && items.length === limit && (page.more || stoppedEarly)) {
+          nextStart = last! + '\0';
+          if (!filtered) remaining = page.remaining;
+          break;
+        }
+        if (!page.more) break;
+        startKey = page.kvs[page.kvs.length - 1]!.key + '\0';
+      }
+    } catch (err) {
+      if (err instanceof StorageError && err.code === 'Compacted') {
+        if (opts.continue) {
+          const e = apiErrors.expired(EXPIRED_CONTINUE_MESSAGE);
+          const fresh = await this.deps.kv.currentRevision();
+          e.status.metadata.continue = encodeContinue({ rv: fresh, start: (startKey ?? prefix).slice(prefix.length) || '\0' });
+          throw e;
+        }
+        throw apiErrors.expired(`The resourceVersion for the provided list is too old.`);
+      }
+      throw this.translate(err, '');
+    }
+    const metadata: Record<string, unknown> = { resourceVersion: String(listRevision) };
+    if (nextStart !== undefined) {
+      metadata.continue = encodeContinue({ rv: listRevision, start: nextStart.slice(prefix.length) });
+      if (remaining !== undefined && remaining > 0) metadata.remainingItemCount = remaining;
+    }
+    return { kind: this.decl.listKind, apiVersion: apiVersionOf(this.decl), metadata, items };
+  }
+
+  // ---- watch ------------------------------------------------------------------------------------------
+
+  /** A watch of the kind in the scope's namespace (all namespaces when it is ''). */
+  watch(scope: RequestScope, opts: WatchOptions, bookmarkIntervalMs?: number): ApiWatch {
+    return openWatch(this, this.deps.kv, scope, opts, bookmarkIntervalMs);
+  }
+
+  // ---- update -----------------------------------------------------------------------------------------
+
+  /**
+   * Replaces the object with what `build` makes of the current one, retrying on a storage conflict unless
+   * the new object names a resourceVersion (then a mismatch is a 409). Creates when the kind allows it.
+   */
+  async update(
+    scope: RequestScope,
+    name: string,
+    build: UpdateFn,
+    opts: UpdateOptions = {},
+    warnings: string[] = [],
+  ): Promise<{ object: KObject; created: boolean }> {
+    const subresource = opts.subresource ?? '';
+    const key = this.key(scope.namespace, name);
+    for (let attempt = 1; ; attempt++) {
+      let current: KeyValue | null;
+      try {
+        current = (await this.deps.kv.get(key)).kv;
+      } catch (err) {
+        throw this.translate(err, name);
+      }
+      const old = current ? this.decode(current) : null;
+      const next = structuredClone(await build(old ? structuredClone(old) : null));
+      if (!old) {
+        if (subresource !== '' || !(this.decl.strategy.allowCreateOnUpdate || opts.forceAllowCreate)) {
+          throw apiErrors.notFound(this.gr, name);
+        }
+        (next.metadata ??= {}).name ??= name;
+        if (next.metadata.name !== name) throw this.nameMismatch();
+        try {
+          return { object: await this.create(scope, next, warnings), created: true };
+        } catch (err) {
+          if (isStatusError(err, 'AlreadyExists') && attempt < MAX_UPDATE_ATTEMPTS) continue;
+          throw err;
+        }
+      }
+      const requested = parseResourceVersion(next.metadata?.resourceVersion, 'resourceVersion');
+      if (requested !== 0 && requested !== current!.modRevision) {
+        throw apiErrors.conflict(this.gr, name, 'the object has been modified; please apply your changes to the latest version and try again');
+      }
+      if (requested === 0 && !this.decl.strategy.allowUnconditionalUpdate && subresource === '') {
+        throw this.invalid(name, [required(root('metadata', 'resourceVersion'), 'must be specified for an update')]);
+      }
+      const obj = await this.prepareUpdate(scope, name, next, old, subresource, warnings);
+      if (scope.dryRun) return { object: obj, created: false };
+      // An update that changes nothing is not written (and keeps its resourceVersion), as Kubernetes.
+      if (isDeepStrictEqual(this.stripVersion(obj), this.stripVersion(old))) return { object: old, created: false };
+      // A deleted object whose last finalizer went away is removed.
+      if (obj.metadata?.deletionTimestamp && !(obj.metadata.finalizers?.length) && !this.heldBySpec(obj)) {
+        try {
+          const del = await this.deps.kv.delete(key, current!.modRevision);
+          return { object: this.decode({ ...del.prevKv, value: this.encode(obj) }, del.revision), created: false };
+        } catch (err) {
+          if (err instanceof StorageError && err.code === 'Conflict' && requested === 0 && attempt < MAX_UPDATE_ATTEMPTS) continue;
+          throw this.translate(err, name);
+        }
+      }
+      try {
+        const kv = await this.deps.kv.update(key, this.encode(obj), current!.modRevision);
+        obj.metadata!.resourceVersion = String(kv.modRevision);
+        return { object: obj, created: false };
+      } catch (err) {
+        if (err instanceof StorageError && err.code === 'Conflict' && requested === 0 && attempt < MAX_UPDATE_ATTEMPTS) continue;
+        throw this.translate(err, name);
+      }
+    }
+  }
+
+  /** Namespace-like kinds keep a deleted object while their spec finalizers remain. */
+  private heldBySpec(obj: KObject): boolean {
+    return this.decl.beforeDelete !== undefined && Array.isArray(obj.spec?.finalizers) && obj.spec.finalizers.length > 0;
+  }
+
+  private stripVersion(obj: KObject): KObject {
+    const { resourceVersion: _rv, ...meta } = obj.metadata ?? {};
+    return { ...obj, metadata: meta };
+  }
+
+  private nameMismatch() {
+    return apiErrors.badRequest('the name of the object does not match the name on the URL');
+  }
+
+  /** Kubernetes' BeforeUpdate: system fields from the old object, the strategy, then validation and admission. */
+  private async prepareUpdate(
+    scope: RequestScope,
+    name: string,
+    obj: KObject,
+    old: KObject,
+    subresource: string,
+    warnings: string[],
+  ): Promise<KObject> {
+    const meta = (obj.metadata ??= {});
+    if (meta.name === undefined || meta.name === '') meta.name = name;
+    if (meta.name !== name) throw this.nameMismatch();
+    this.checkNamespace(scope, obj);
+    const oldMeta = old.metadata ?? {};
+    const ctx = this.ctx(scope, subresource);
+    const sub = subresource === '' ? undefined : this.decl.subresources?.[subresource as 'status' | 'finalize'];
+    if (subresource !== '' && !sub) throw apiErrors.notFound(this.gr, name);
+    if (oldMeta.generation !== undefined) meta.generation = oldMeta.generation;
+    else delete meta.generation;
+    if (oldMeta.deletionTimestamp) meta.deletionTimestamp = oldMeta.deletionTimestamp;
+    else delete meta.deletionTimestamp;
+    if (oldMeta.deletionGracePeriodSeconds !== undefined) meta.deletionGracePeriodSeconds = oldMeta.deletionGracePeriodSeconds;
+    else delete meta.deletionGracePeriodSeconds;
+    if (sub) sub.prepareForUpdate(obj, old, ctx);
+    else this.decl.strategy.prepareForUpdate?.(obj, old, ctx);
+    if (!meta.uid) meta.uid = oldMeta.uid;
+    if (oldMeta.creationTimestamp) meta.creationTimestamp = oldMeta.creationTimestamp;
+    if (this.decl.tracksGeneration && !isDeepStrictEqual(obj.spec, old.spec)) meta.generation = (oldMeta.generation ?? 0) + 1;
+    this.decl.strategy.default?.(obj, ctx);
+    const attrs = (): AdmissionAttributes => ({
+      operation: 'UPDATE',
+      decl: this.decl,
+      namespace: scope.namespace,
+      name,
+      subresource,
+      object: obj,
+      oldObject: old,
+      user: scope.user,
+      dryRun: !!scope.dryRun,
+    });
+    await this.deps.admission?.mutate?.(attrs());
+    const errs = [
+      ...validateObjectMeta(meta, this.decl.namespaced, this.decl.nameValidator ?? nameIsDNSSubdomain, root('metadata')),
+      ...validateObjectMetaUpdate(meta, oldMeta, root('metadata')),
+      ...(sub ? sub.validateUpdate(obj, old, ctx) : this.decl.strategy.validateUpdate(obj, old, ctx)),
+    ];
+    if (errs.length > 0) throw this.invalid(name, errs);
+    warnings.push(...((sub ? sub.warningsOnUpdate?.(obj, old, ctx) : this.decl.strategy.warningsOnUpdate?.(obj, old, ctx)) ?? []));
+    this.decl.strategy.canonicalize?.(obj);
+    await this.deps.admission?.validate?.(attrs());
+    return obj;
+  }
+
+  // ---- delete -----------------------------------------------------------------------------------------
+
+  /**
+   * Deletes the object, or marks it deleted (deletionTimestamp) while finalizers hold it. Returns the
+   * object as deleted or as marked, and whether it is gone.
+   */
+  async delete(scope: RequestScope, name: string, opts: DeleteOptions = {}): Promise<{ object: KObject; deleted: boolean }> {
+    const key = this.key(scope.namespace, name);
+    for (let attempt = 1; ; attempt++) {
+      let current: KeyValue | null;
+      try {
+        current = (await this.deps.kv.get(key)).kv;
+      } catch (err) {
+        throw this.translate(err, name);
+      }
+      if (!current) throw apiErrors.notFound(this.gr, name);
+      const obj = this.decode(current);
+      const meta = obj.metadata!;
+      const pre = opts.preconditions;
+      if (pre?.uid && pre.uid !== meta.uid) {
+        throw apiErrors.conflict(this.gr, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${meta.uid ?? ''}`);
+      }
+      if (pre?.resourceVersion && pre.resourceVersion !== meta.resourceVersion) {
+        throw apiErrors.conflict(
+          this.gr,
+          name,
+          `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in meta: ${meta.resourceVersion ?? ''}`,
+        );
+      }
+      await this.deps.admission?.validate?.({
+        operation: 'DELETE',
+        decl: this.decl,
+        namespace: scope.namespace,
+        name,
+        subresource: '',
+        oldObject: obj,
+        user: scope.user,
+        dryRun: !!scope.dryRun,
+      });
+      const marked = this.markForDeletion(scope, obj, opts);
+      if (marked) {
+        if (scope.dryRun || isDeepStrictEqual(marked, obj)) return { object: marked, deleted: false };
+        try {
+          const kv = await this.deps.kv.update(key, this.encode(marked), current.modRevision);
+          marked.metadata!.resourceVersion = String(kv.modRevision);
+          return { object: marked, deleted: false };
+        } catch (err) {
+          if (err instanceof StorageError && err.code === 'Conflict' && attempt < MAX_UPDATE_ATTEMPTS) continue;
+          throw this.translate(err, name);
+        }
+      }
+      if (scope.dryRun) return { object: obj, deleted: true };
+      try {
+        const del = await this.deps.kv.delete(key, current.modRevision);
+        return { object: this.decode(del.prevKv), deleted: true };
+      } catch (err) {
+        if (err instanceof StorageError && err.code === 'Conflict' && !pre?.resourceVersion && attempt < MAX_UPDATE_ATTEMPTS) continue;
+        throw this.translate(err, name);
+      }
+    }
+  }
+
+  /** The object to store instead of deleting it (finalizers pending), or null to delete it now. */
+  private markForDeletion(scope: RequestScope, obj: KObject, opts: DeleteOptions): KObject | null {
+    const marked = structuredClone(obj);
+    const meta = marked.metadata!;
+    const now = this.now();
+    const finalizers = [...(meta.finalizers ?? [])];
+    if (opts.propagationPolicy === 'Foreground' && !finalizers.includes('foregroundDeletion') && !meta.deletionTimestamp) {
+      finalizers.push('foregroundDeletion');
+    }
+    if (opts.propagationPolicy === 'Orphan' && !finalizers.includes('orphan') && !meta.deletionTimestamp) finalizers.push('orphan');
+    const special = this.decl.beforeDelete?.(marked, this.ctx(scope), now) ?? null;
+    if (special) {
+      const sm = (special.metadata ??= {});
+      const merged = [...(sm.finalizers ?? [])];
+      for (const f of finalizers) if (!merged.includes(f)) merged.push(f);
+      if (merged.length > 0) sm.finalizers = merged;
+      return special;
+    }
+    if (finalizers.length === 0) return null;
+    meta.finalizers = finalizers;
+    if (!meta.deletionTimestamp) {
+      meta.deletionTimestamp = now;
+      meta.deletionGracePeriodSeconds = 0;
+    }
+    return marked;
+  }
+
+  /** Deletes every object the list options select; returns the objects as deleted or marked. */
+  async deleteCollection(scope: RequestScope, listOpts: ListOptions, opts: DeleteOptions = {}): Promise<KObject[]> {
+    const list = await this.list(scope, { ...listOpts, limit: 0, continue: undefined });
+    const out: KObject[] = [];
+    for (const item of list.items as KObject[]) {
+      try {
+        out.push((await this.delete({ ...scope, namespace: item.metadata?.namespace ?? scope.namespace }, item.metadata!.name!, opts)).object);
+      } catch (err) {
+        if (isStatusError(err, 'NotFound')) continue;
+        throw err;
+      }
+    }
+    return out;
+  }
+}
+
+/** apimachinery's ValidateListOptions for resourceVersionMatch. */
+export function validateListOptions(opts: ListOptions): FieldError[] {
+  const match = opts.resourceVersionMatch ?? '';
+  const path = root('resourceVersionMatch');
+  if (match === '') return [];
+  if (match !== 'NotOlderThan' && match !== 'Exact') return [notSupported(path, match, ['Exact', 'NotOlderThan', ''])];
+  const errs: FieldError[] = [];
+  if (!opts.resourceVersion) errs.push(forbidden(path, 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
+  if (opts.continue) errs.push(forbidden(path, 'resourceVersionMatch is forbidden when continue is provided'));
+  if (match === 'Exact' && opts.resourceVersion === '0') {
+    errs.push(forbidden(path, 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
+  }
+  return errs;
+}

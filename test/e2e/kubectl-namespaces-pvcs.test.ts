@@ -1,0 +1,132 @@
+/**
+ * Spec document 1 through real kubectl (the oldest and newest versions on the machine): namespaces and
+ * persistent volume claims against a server this test starts.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { requireBinary } from '../helpers/binaries.js';
+import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
+
+const MANIFEST = (ns: string) => `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: ${ns}
+  labels: {team: storage}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: ${ns}, labels: {tier: db}}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1.5Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: logs, namespace: ${ns}, labels: {tier: web}}
+spec:
+  accessModes: [ReadWriteMany]
+  resources: {requests: {storage: 1Gi}}
+`;
+
+const haveKubectl = requireBinary(undefined, 'kubectl') !== null;
+
+for (const version of ['1.27', '1.33']) {
+  describe(`kubectl ${version}: namespaces and persistent volume claims`, () => {
+    let c: TestCluster;
+    const present = haveKubectl && kubectlPath(version) !== null;
+    if (!present && process.env.CI === 'true') throw new Error(`kubectl.${version} is required under CI=true`);
+    const k = async (args: string[], input?: string) => {
+      const r = await c.kubectl(args, { version, ...(input !== undefined ? { input } : {}) });
+      return r;
+    };
+    before(async () => {
+      if (present) c = await startCluster();
+    });
+    after(async () => c?.stop());
+
+    it('lists the namespaces every cluster starts with', { skip: !present && `kubectl.${version} not installed` }, async () => {
+      const r = await k(['get', 'namespaces', '-o', 'name']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(r.stdout.trim().split('\n').sort(), [
+        'namespace/default',
+        'namespace/kube-node-lease',
+        'namespace/kube-public',
+        'namespace/kube-system',
+      ]);
+      const table = await k(['get', 'ns', 'default']);
+      assert.match(table.stdout, /^NAME\s+STATUS\s+AGE\ndefault\s+Active\s+\S+\n$/);
+    });
+
+    it('applies a namespace and claims, stores canonical quantities and defaults', { skip: !present }, async () => {
+      const r = await k(['apply', '-f', '-'], MANIFEST('app'));
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /namespace\/app created/);
+      const pvc = JSON.parse((await k(['get', 'pvc', 'data', '-n', 'app', '-o', 'json'])).stdout);
+      assert.equal(pvc.spec.resources.requests.storage, '1536Mi');
+      assert.equal(pvc.spec.volumeMode, 'Filesystem');
+      assert.equal(pvc.status.phase, 'Pending');
+      assert.match(pvc.metadata.uid, /^[0-9a-f-]{36}$/);
+      const again = await k(['apply', '-f', '-'], MANIFEST('app'));
+      // 1Gi is already canonical; 1.5Gi is stored as 1536Mi, so kubectl's three-way patch re-sends it and
+      // reports 'configured', as against Kubernetes.
+      assert.match(again.stdout, /namespace\/app unchanged/);
+      assert.match(again.stdout, /persistentvolumeclaim\/logs unchanged/);
+      const wide = await k(['get', 'pvc', '-n', 'app', '-o', 'wide']);
+      assert.match(wide.stdout, /^NAME\s+STATUS\s+VOLUME\s+CAPACITY\s+ACCESS MODES\s+STORAGECLASS\s+(VOLUMEATTRIBUTESCLASS\s+)?AGE\s+VOLUMEMODE/);
+      assert.match(wide.stdout, /\ndata\s+Pending\s+/);
+      const byLabel = await k(['get', 'pvc', '-n', 'app', '-l', 'tier in (web)', '-o', 'name']);
+      assert.equal(byLabel.stdout.trim(), 'persistentvolumeclaim/logs');
+    });
+
+    it('refuses invalid claims with the field causes', { skip: !present }, async () => {
+      const r = await k(['create', '-n', 'app', '-f', '-'], '{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"bad"},"spec":{"resources":{"requests":{"storage":"1Gi"}}}}');
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /is invalid: spec.accessModes: Required value: at least 1 access mode is required/);
+    });
+
+    it('patches the status subresource and the object', { skip: !present }, async () => {
+      let r = await k(['patch', 'pvc', 'data', '-n', 'app', '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Bound"}}']);
+      assert.equal(r.code, 0, r.stderr);
+      r = await k(['patch', 'pvc', 'data', '-n', 'app', '-p', '{"metadata":{"labels":{"patched":"yes"}},"status":{"phase":"Lost"}}']);
+      assert.equal(r.code, 0, r.stderr);
+      const pvc = JSON.parse((await k(['get', 'pvc', 'data', '-n', 'app', '-o', 'json'])).stdout);
+      assert.equal(pvc.status.phase, 'Bound');
+      assert.equal(pvc.metadata.labels.patched, 'yes');
+    });
+
+    it('keeps the system namespaces, deletes a namespace with its content, and refuses content in a missing one', { skip: !present }, async () => {
+      const d = await k(['delete', 'namespace', 'default']);
+      assert.notEqual(d.code, 0);
+      assert.match(d.stderr, /namespaces "default" is forbidden: this namespace may not be deleted/);
+      const del = await k(['delete', 'namespace', 'app', '--wait=true', '--timeout=30s']);
+      assert.equal(del.code, 0, del.stderr);
+      assert.match(del.stdout, /namespace "app" deleted/);
+      const gone = await k(['get', 'namespace', 'app']);
+      assert.notEqual(gone.code, 0);
+      assert.match(gone.stderr, /namespaces "app" not found/);
+      const pvcs = await k(['get', 'pvc', '-A', '-o', 'name']);
+      assert.equal(pvcs.stdout.trim(), '');
+      const orphan = await k(['apply', '-f', '-'], MANIFEST('app').split('---')[2]);
+      assert.notEqual(orphan.code, 0);
+      assert.match(orphan.stderr, /namespaces "app" not found/);
+    });
+
+    it('pages lists and reports unsupported field selectors', { skip: !present }, async () => {
+      for (const n of ['p1', 'p2', 'p3']) assert.equal((await k(['create', 'namespace', n, '--dry-run=client', '-o', 'json'])).code, 0);
+      await k(['apply', '-f', '-'], ['p1', 'p2', 'p3'].map((n) => `apiVersion: v1\nkind: Namespace\nmetadata: {name: ${n}}\n`).join('---\n'));
+      const page = JSON.parse((await k(['get', '--raw', '/api/v1/namespaces?limit=3'])).stdout);
+      assert.equal(page.items.length, 3);
+      assert.equal(page.metadata.remainingItemCount, 4);
+      const next = JSON.parse((await k(['get', '--raw', `/api/v1/namespaces?limit=3&continue=${encodeURIComponent(page.metadata.continue)}`])).stdout);
+      assert.equal(next.items.length, 3);
+      const all = await k(['get', 'ns', '--chunk-size=2', '-o', 'name']);
+      assert.equal(all.stdout.trim().split('\n').length, 7);
+      const bad = await k(['get', 'ns', '--field-selector', 'spec.foo=bar']);
+      assert.notEqual(bad.code, 0);
+      assert.match(bad.stderr, /field label not supported: spec.foo/);
+      const phase = await k(['get', 'ns', '--field-selector', 'status.phase=Active', '-o', 'name']);
+      assert.equal(phase.stdout.trim().split('\n').length, 7);
+    });
+  });
+}

@@ -1,0 +1,92 @@
+/**
+ * An in-process control plane for end-to-end tests: the server on 127.0.0.1 with a free port, the
+ * embedded store in memory (or on etcd), an admin token, and a kubeconfig for real clients.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { stringify } from 'yaml';
+import { parseServerOptions } from '../../src/server/options.js';
+import { createControlPlane, type ControlPlane } from '../../src/server/controlplane.js';
+import { findBinary } from './binaries.js';
+
+export interface TestCluster {
+  cp: ControlPlane;
+  url: string;
+  token: string;
+  dir: string;
+  kubeconfig: string;
+  /** Runs kubectl (the one on PATH, or kubectl.1.NN beside it) with this cluster's kubeconfig. */
+  kubectl(args: string[], opts?: { version?: string; input?: string }): Promise<{ code: number; stdout: string; stderr: string }>;
+  stop(): Promise<void>;
+}
+
+/** The kubectl binaries on this machine: 'default' and every kubectl.1.NN beside the real binary. */
+export function kubectlPath(version?: string): string | null {
+  const onPath = findBinary('kubectl');
+  if (!onPath || !version) return onPath;
+  const p = join(dirname(realpathSync(onPath)), `kubectl.${version}`);
+  try {
+    realpathSync(p);
+    return p;
+  } catch {
+    return null;
+  }
+}
+
+export async function startCluster(extraArgs: string[] = []): Promise<TestCluster> {
+  const dir = await mkdtemp(join(tmpdir(), 'orch-e2e-'));
+  const token = 'e2e-admin-token';
+  await writeFile(join(dir, 'tokens.csv'), `${token},admin,admin,"system:masters"\n`);
+  const options = parseServerOptions([
+    '--bind-address=127.0.0.1',
+    '--data-dir=:memory:',
+    `--cert-dir=${join(dir, 'certs')}`,
+    `--token-auth-file=${join(dir, 'tokens.csv')}`,
+    ...extraArgs,
+  ]);
+  const cp = await createControlPlane(options, { securePort: 0, logger: () => {} });
+  await cp.start();
+  const url = `https://127.0.0.1:${cp.server.port}`;
+  const kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(
+    kubeconfig,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'e2e', cluster: { server: url, 'certificate-authority-data': Buffer.from(cp.server.caCert).toString('base64') } }],
+      users: [{ name: 'admin', user: { token } }],
+      contexts: [{ name: 'e2e', context: { cluster: 'e2e', user: 'admin' } }],
+      'current-context': 'e2e',
+    }),
+  );
+  return {
+    cp,
+    url,
+    token,
+    dir,
+    kubeconfig,
+    kubectl(args, opts = {}) {
+      const bin = kubectlPath(opts.version);
+      if (!bin) throw new Error(`kubectl ${opts.version ?? ''} is not installed`);
+      return new Promise((resolve) => {
+        const child = execFile(
+          bin,
+          ['--kubeconfig', kubeconfig, ...args],
+          { env: { ...process.env, HOME: dir, KUBECACHEDIR: join(dir, 'cache') }, timeout: 60_000 },
+          (err, stdout, stderr) => {
+            const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+            resolve({ code, stdout, stderr });
+          },
+        );
+        if (opts.input !== undefined) child.stdin?.end(opts.input);
+      });
+    },
+    async stop() {
+      await cp.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
