@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, openSync, closeSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -119,7 +120,61 @@ function waitExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
   });
 }
 
-async function healthy(endpoint: string): Promise<boolean> {
+/** PEM files for an https etcd that requires client certificates. */
+export interface EtcdTls {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  /**
+   * A client certificate and key signed by caFile, for the readiness check (etcd then requires one); without
+   * them the check presents certFile/keyFile, which then need the clientAuth extended key usage too.
+   */
+  clientCertFile?: string;
+  clientKeyFile?: string;
+}
+
+export interface StartEtcdOptions {
+  /** Serve clients over https with these files, requiring a client certificate signed by caFile. */
+  tls?: EtcdTls;
+}
+
+function healthyTls(endpoint: string, tls: EtcdTls): Promise<boolean> {
+  return new Promise((resolve) => {
+    let req: ReturnType<typeof httpsGet>;
+    try {
+      req = httpsGet(
+        `${endpoint}/health`,
+        {
+          ca: readFileSync(tls.caFile),
+          cert: readFileSync(tls.clientCertFile ?? tls.certFile),
+          key: readFileSync(tls.clientKeyFile ?? tls.keyFile),
+          timeout: 1000,
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => {
+            try {
+              resolve(res.statusCode === 200 && (JSON.parse(body) as { health?: string }).health === 'true');
+            } catch {
+              resolve(false);
+            }
+          });
+          res.on('error', () => resolve(false));
+        },
+      );
+    } catch {
+      resolve(false);
+      return;
+    }
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(false));
+  });
+}
+
+async function healthy(endpoint: string, tls?: EtcdTls): Promise<boolean> {
+  if (tls) return healthyTls(endpoint, tls);
   try {
     const res = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(1000) });
     if (!res.ok) return false;
@@ -130,7 +185,8 @@ async function healthy(endpoint: string): Promise<boolean> {
   }
 }
 
-export async function startEtcd(): Promise<EtcdProcess> {
+export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProcess> {
+  const { tls } = opts;
   const bin = etcdAvailable();
   if (bin === null) throw new Error('etcd is not installed');
   installExitHook();
@@ -140,7 +196,7 @@ export async function startEtcd(): Promise<EtcdProcess> {
   const clientPort = await freePort();
   let peerPort = await freePort();
   while (peerPort === clientPort) peerPort = await freePort();
-  const endpoint = `http://127.0.0.1:${clientPort}`;
+  const endpoint = `${tls ? 'https' : 'http'}://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
   const args = [
     '--name', 'orch-test',
@@ -156,6 +212,14 @@ export async function startEtcd(): Promise<EtcdProcess> {
     '--log-outputs', 'stderr',
     '--log-level', 'warn',
   ];
+  if (tls) {
+    args.push(
+      '--cert-file', tls.certFile,
+      '--key-file', tls.keyFile,
+      '--client-cert-auth',
+      '--trusted-ca-file', tls.caFile,
+    );
+  }
 
   let child: ChildProcess | null = null;
 
@@ -185,7 +249,7 @@ export async function startEtcd(): Promise<EtcdProcess> {
     const deadline = Date.now() + 20_000;
     while (Date.now() < deadline) {
       if (exited) throw new Error(`etcd exited during startup (code ${proc.exitCode}):\n${logTail()}`);
-      if (await healthy(endpoint)) return;
+      if (await healthy(endpoint, tls)) return;
       await new Promise((r) => setTimeout(r, 50));
     }
     proc.kill('SIGKILL');
