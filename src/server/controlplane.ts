@@ -7,9 +7,14 @@ import { chainAdmission, IMMORTAL_NAMESPACES, namespaceLifecycle } from '../regi
 import { isStatusError } from '../registry/errors.js';
 import { BUILTIN_KINDS } from '../registry/kinds/index.js';
 import { Registry } from '../registry/registry.js';
+import type { Admission } from '../registry/store.js';
 import { openStorage, type Storage, type StorageConfig } from '../storage/factory.js';
 import { versionInfo } from '../util/version.js';
-import { startNamespaceController, type Controller } from './controllers/namespace.js';
+import { startNamespaceController } from './controllers/namespace.js';
+import { startPvcProtectionController } from './controllers/pvc-protection.js';
+import { startGarbageCollector } from './controllers/gc.js';
+import { storageObjectInUseProtection } from '../registry/admission/storage-object-in-use.js';
+import type { Controller } from './controllers/runner.js';
 import type { ServerOptions } from './options.js';
 import { createApiServer, type ApiServer, type ServerConfig } from './server.js';
 
@@ -93,7 +98,7 @@ export async function createControlPlane(
     storage,
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
-    admission: chainAdmission([namespaceLifecycle(() => registry.store('', 'v1', 'namespaces'))]),
+    admission: chainAdmission(admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'))),
   });
   installApi(server.mux, {
     registry,
@@ -111,7 +116,9 @@ export async function createControlPlane(
     registry,
     start: async () => {
       await bootstrapNamespaces(registry);
-      controllers = [startNamespaceController(registry, overrides.logger ?? ((m) => console.error(m)))];
+      const log = overrides.logger ?? ((m: string) => console.error(m));
+      controllers = [startNamespaceController(registry, log), startPvcProtectionController(registry, log)];
+      if (options.enableGarbageCollector) controllers.push(startGarbageCollector(registry, log));
       await server.start();
     },
     stop: () =>
@@ -136,4 +143,13 @@ async function bootstrapNamespaces(registry: Registry): Promise<void> {
       if (!isStatusError(err, 'AlreadyExists')) throw err;
     }
   }
+}
+
+/** The admission plugins in effect (--enable/--disable-admission-plugins) that are built so far, in order. */
+function admissionPlugins(options: ServerOptions, namespaces: () => ReturnType<Registry['store']>): Admission[] {
+  const on = new Set(options.admissionPlugins);
+  const plugins: Admission[] = [];
+  if (on.has('NamespaceLifecycle')) plugins.push(namespaceLifecycle(namespaces));
+  if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
+  return plugins;
 }

@@ -67,6 +67,7 @@ for (const version of ['1.27', '1.33']) {
       assert.equal(pvc.spec.volumeMode, 'Filesystem');
       assert.equal(pvc.status.phase, 'Pending');
       assert.match(pvc.metadata.uid, /^[0-9a-f-]{36}$/);
+      assert.deepEqual(pvc.metadata.finalizers, ['kubernetes.io/pvc-protection']);
       const again = await k(['apply', '-f', '-'], MANIFEST('app'));
       // 1Gi is already canonical; 1.5Gi is stored as 1536Mi, so kubectl's three-way patch re-sends it and
       // reports 'configured', as against Kubernetes.
@@ -93,6 +94,15 @@ for (const version of ['1.27', '1.33']) {
       const pvc = JSON.parse((await k(['get', 'pvc', 'data', '-n', 'app', '-o', 'json'])).stdout);
       assert.equal(pvc.status.phase, 'Bound');
       assert.equal(pvc.metadata.labels.patched, 'yes');
+    });
+
+    it('deletes a claim once the pvc-protection finalizer is released, and waits for it', { skip: !present }, async () => {
+      await k(['apply', '-f', '-'], MANIFEST('app').split('---')[2]!.replace('name: logs', 'name: scratch'));
+      const del = await k(['delete', 'pvc', 'scratch', '-n', 'app', '--wait=true', '--timeout=20s']);
+      assert.equal(del.code, 0, del.stderr);
+      assert.match(del.stdout, /persistentvolumeclaim "scratch" deleted/);
+      const gone = await k(['get', 'pvc', 'scratch', '-n', 'app']);
+      assert.match(gone.stderr, /persistentvolumeclaims "scratch" not found/);
     });
 
     it('keeps the system namespaces, deletes a namespace with its content, and refuses content in a missing one', { skip: !present }, async () => {

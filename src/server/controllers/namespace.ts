@@ -8,7 +8,6 @@ import { isStatusError } from '../../registry/errors.js';
 import type { KObject } from '../../registry/kind.js';
 import {
   FINALIZER_KUBERNETES,
-  FINALIZER_ESTIMATE_SECONDS,
   NAMESPACE_CONDITION_FAILED_REASONS,
   NAMESPACE_CONDITION_OK,
   NAMESPACE_CONDITION_TYPES,
@@ -19,70 +18,19 @@ import {
 } from '../../registry/kinds/namespace.js';
 import type { Registry } from '../../registry/registry.js';
 import type { ResourceStore } from '../../registry/store.js';
+import { runController, type Controller } from './runner.js';
 
 const SYSTEM: { name: string; groups: string[] } = { name: 'system:serviceaccount:kube-system:namespace-controller', groups: ['system:serviceaccounts'] };
 
-export interface Controller {
-  stop(): void;
-}
-
 export function startNamespaceController(registry: Registry, log: (m: string) => void = () => {}): Controller {
   const namespaces = registry.store('', 'v1', 'namespaces')!;
-  const busy = new Set<string>();
-  const again = new Set<string>();
-  const retries = new Map<string, NodeJS.Timeout>();
-  let stopped = false;
-
-  const enqueue = (name: string, delayMs = 0) => {
-    if (stopped) return;
-    if (delayMs > 0) {
-      if (retries.has(name)) return;
-      const t = setTimeout(() => {
-        retries.delete(name);
-        enqueue(name);
-      }, delayMs);
-      t.unref();
-      retries.set(name, t);
-      return;
-    }
-    if (busy.has(name)) {
-      again.add(name);
-      return;
-    }
-    busy.add(name);
-    void syncNamespace(registry, namespaces, name)
-      .then((retryMs) => {
-        if (retryMs !== null) enqueue(name, retryMs);
-      })
-      .catch((err: unknown) => {
-        log(`namespace controller: ${name}: ${(err as Error).message}`);
-        enqueue(name, 1000);
-      })
-      .finally(() => {
-        busy.delete(name);
-        if (again.delete(name)) enqueue(name);
-      });
-  };
-
-  const watch = namespaces.watch({ namespace: '' }, {});
-  void (async () => {
-    try {
-      for await (const ev of watch) {
-        if (ev.type === 'ERROR' || ev.type === 'BOOKMARK') continue;
-        if (ev.type !== 'DELETED' && ev.object.metadata?.deletionTimestamp) enqueue(ev.object.metadata.name!);
-      }
-    } catch (err) {
-      if (!stopped) log(`namespace controller: watch ended: ${(err as Error).message}`);
-    }
-  })();
-
-  return {
-    stop() {
-      stopped = true;
-      watch.close();
-      for (const t of retries.values()) clearTimeout(t);
-    },
-  };
+  return runController({
+    name: 'namespace controller',
+    store: namespaces,
+    wants: (ns) => !!ns.metadata?.deletionTimestamp,
+    sync: (_ns, name) => syncNamespace(registry, namespaces, name),
+    log,
+  });
 }
 
 function setCondition(ns: KObject, type: NamespaceConditionType, failed: string | null): void {
@@ -151,7 +99,8 @@ async function syncNamespace(registry: Registry, namespaces: ResourceStore, name
     if (!isStatusError(err, 'Conflict')) throw err;
     return 100;
   }
-  if (failures.length > 0 || remaining.length > 0) return finalizerCounts.size > 0 ? FINALIZER_ESTIMATE_SECONDS * 1000 : 1000;
+  // Kubernetes waits its estimate (15 s while finalizers remain); looking again each second ends sooner.
+  if (failures.length > 0 || remaining.length > 0) return 1000;
   // Everything is gone: remove our finalizer; the update deletes the namespace when no finalizer is left.
   await namespaces.update(
     { namespace: '', user: SYSTEM },

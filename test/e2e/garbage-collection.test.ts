@@ -1,0 +1,82 @@
+/**
+ * Delete propagation (DeleteOptions.propagationPolicy) through ownerReferences, with a server this test
+ * starts: Background deletes dependents after their owner, Orphan keeps them without the reference,
+ * Foreground deletes dependents first.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { StatusError } from '../../src/registry/errors.js';
+import type { KObject } from '../../src/registry/kind.js';
+
+async function eventually(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.fail('condition not reached in time');
+}
+
+describe('garbage collection of dependents', () => {
+  let c: TestCluster;
+  before(async () => {
+    c = await startCluster();
+  });
+  after(async () => c?.stop());
+
+  const stores = () => ({
+    ns: c.cp.registry.store('', 'v1', 'namespaces')!,
+    pvc: c.cp.registry.store('', 'v1', 'persistentvolumeclaims')!,
+  });
+  const claim = (name: string, owner: KObject, block = false): KObject => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name,
+      ownerReferences: [{ apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: owner.metadata!.name, uid: owner.metadata!.uid, ...(block ? { blockOwnerDeletion: true } : {}) }],
+    },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+  });
+  const exists = async (name: string) => {
+    try {
+      await stores().pvc.get({ namespace: 'default' }, name);
+      return true;
+    } catch (err) {
+      if (err instanceof StatusError && err.code === 404) return false;
+      throw err;
+    }
+  };
+  const base = (name: string): KObject => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+  });
+  const scope = { namespace: 'default' };
+
+  it('Background: deletes a dependent once its only owner is gone', async () => {
+    const owner = await stores().pvc.create(scope, base('bg-owner'));
+    await stores().pvc.create(scope, claim('bg-dep', owner));
+    await stores().pvc.delete(scope, 'bg-owner', { propagationPolicy: 'Background' });
+    await eventually(async () => !(await exists('bg-owner')) && !(await exists('bg-dep')));
+  });
+
+  it('Orphan: keeps the dependent and removes its reference to the owner', async () => {
+    const owner = await stores().pvc.create(scope, base('or-owner'));
+    await stores().pvc.create(scope, claim('or-dep', owner));
+    await stores().pvc.delete(scope, 'or-owner', { propagationPolicy: 'Orphan' });
+    await eventually(async () => !(await exists('or-owner')));
+    const dep = await stores().pvc.get(scope, 'or-dep');
+    assert.equal(dep.metadata!.ownerReferences, undefined);
+  });
+
+  it('Foreground: deletes blocking dependents before the owner', async () => {
+    const owner = await stores().pvc.create(scope, base('fg-owner'));
+    await stores().pvc.create(scope, claim('fg-dep', owner, true));
+    const marked = await stores().pvc.delete(scope, 'fg-owner', { propagationPolicy: 'Foreground' });
+    assert.equal(marked.deleted, false);
+    assert.ok(marked.object.metadata!.finalizers!.includes('foregroundDeletion'));
+    await eventually(async () => !(await exists('fg-dep')) && !(await exists('fg-owner')));
+  });
+});
