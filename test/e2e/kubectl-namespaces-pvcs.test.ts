@@ -36,8 +36,8 @@ for (const version of ['1.27', '1.33']) {
     let c: TestCluster;
     const present = haveKubectl && kubectlPath(version) !== null;
     if (!present && process.env.CI === 'true') throw new Error(`kubectl.${version} is required under CI=true`);
-    const k = async (args: string[], input?: string) => {
-      const r = await c.kubectl(args, { version, ...(input !== undefined ? { input } : {}) });
+    const k = async (args: string[], input?: string, more: { env?: Record<string, string>; timeoutMs?: number } = {}) => {
+      const r = await c.kubectl(args, { version, ...(input !== undefined ? { input } : {}), ...more });
       return r;
     };
     before(async () => {
@@ -94,6 +94,34 @@ for (const version of ['1.27', '1.33']) {
       const pvc = JSON.parse((await k(['get', 'pvc', 'data', '-n', 'app', '-o', 'json'])).stdout);
       assert.equal(pvc.status.phase, 'Bound');
       assert.equal(pvc.metadata.labels.patched, 'yes');
+    });
+
+    it('replaces, edits, waits and watches', { skip: !present }, async () => {
+      const cur = JSON.parse((await k(['get', 'pvc', 'logs', '-n', 'app', '-o', 'json'])).stdout);
+      cur.metadata.annotations = { ...(cur.metadata.annotations ?? {}), replaced: 'yes' };
+      const rep = await k(['replace', '-f', '-'], JSON.stringify(cur));
+      assert.equal(rep.code, 0, rep.stderr);
+      assert.match(rep.stdout, /persistentvolumeclaim\/logs replaced/);
+      const stale = await k(['replace', '-f', '-'], JSON.stringify(cur));
+      assert.notEqual(stale.code, 0);
+      assert.match(stale.stderr, /the object has been modified; please apply your changes to the latest version and try again/);
+      const edit = await k(['edit', 'pvc', 'logs', '-n', 'app'], undefined, { env: { KUBE_EDITOR: "sed -i -e 's/replaced: \"yes\"/replaced: edited/'" } });
+      assert.equal(edit.code, 0, edit.stderr);
+      const edited = JSON.parse((await k(['get', 'pvc', 'logs', '-n', 'app', '-o', 'json'])).stdout);
+      assert.equal(edited.metadata.annotations.replaced, 'edited');
+      const waited = k(['wait', '--for=jsonpath={.status.phase}=Bound', 'pvc/logs', '-n', 'app', '--timeout=20s']);
+      await new Promise((r) => setTimeout(r, 300));
+      await k(['patch', 'pvc', 'logs', '-n', 'app', '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Bound"}}']);
+      const w = await waited;
+      assert.equal(w.code, 0, w.stderr);
+      assert.match(w.stdout, /persistentvolumeclaim\/logs condition met/);
+      const watching = k(['get', 'pvc', '-n', 'app', '-w', '--output-watch-events'], undefined, { timeoutMs: 3000 });
+      await new Promise((r) => setTimeout(r, 800));
+      await k(['label', 'pvc', 'logs', '-n', 'app', 'watched=yes']);
+      const out = (await watching).stdout;
+      assert.match(out, /^EVENT\s+NAME\s+STATUS/m);
+      assert.match(out, /ADDED\s+data\s+/);
+      assert.match(out, /MODIFIED\s+logs\s+Bound/);
     });
 
     it('deletes a claim once the pvc-protection finalizer is released, and waits for it', { skip: !present }, async () => {

@@ -19,7 +19,7 @@ export interface TestCluster {
   dir: string;
   kubeconfig: string;
   /** Runs kubectl (the one on PATH, or kubectl.1.NN beside it) with this cluster's kubeconfig. */
-  kubectl(args: string[], opts?: { version?: string; input?: string }): Promise<{ code: number; stdout: string; stderr: string }>;
+  kubectl(args: string[], opts?: { version?: string; input?: string; env?: Record<string, string>; timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
   stop(): Promise<void>;
 }
 
@@ -36,13 +36,18 @@ export function kubectlPath(version?: string): string | null {
   }
 }
 
-export async function startCluster(extraArgs: string[] = []): Promise<TestCluster> {
+export interface StartClusterOptions {
+  /** Keeps the embedded store in a file under the cluster's directory (removed by stop()) instead of in memory. */
+  fileStore?: boolean;
+}
+
+export async function startCluster(extraArgs: string[] = [], opts: StartClusterOptions = {}): Promise<TestCluster> {
   const dir = await mkdtemp(join(tmpdir(), 'orch-e2e-'));
   const token = 'e2e-admin-token';
   await writeFile(join(dir, 'tokens.csv'), `${token},admin,admin,"system:masters"\n`);
   const options = parseServerOptions([
     '--bind-address=127.0.0.1',
-    '--data-dir=:memory:',
+    `--data-dir=${opts.fileStore ? join(dir, 'data') : ':memory:'}`,
     `--cert-dir=${join(dir, 'certs')}`,
     `--token-auth-file=${join(dir, 'tokens.csv')}`,
     ...extraArgs,
@@ -75,7 +80,7 @@ export async function startCluster(extraArgs: string[] = []): Promise<TestCluste
         const child = execFile(
           bin,
           ['--kubeconfig', kubeconfig, ...args],
-          { env: { ...process.env, HOME: dir, KUBECACHEDIR: join(dir, 'cache') }, timeout: 60_000 },
+          { env: { ...process.env, HOME: dir, KUBECACHEDIR: join(dir, 'cache'), ...(opts.env ?? {}) }, timeout: opts.timeoutMs ?? 60_000 },
           (err, stdout, stderr) => {
             const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
             resolve({ code, stdout, stderr });
