@@ -79,10 +79,19 @@ export function isStatusError(err: unknown, reason?: StatusReason): err is Statu
   return err instanceof StatusError && (reason === undefined || err.status.reason === reason);
 }
 
+/** Status details as Go serializes them: empty strings and absent values are left out (omitempty). */
+function compact(details: StatusDetails): StatusDetails {
+  const out: StatusDetails = {};
+  for (const [k, v] of Object.entries(details) as [keyof StatusDetails, unknown][]) {
+    if (v !== undefined && v !== '') (out as Record<string, unknown>)[k] = v;
+  }
+  return out;
+}
+
 function failure(code: number, reason: StatusReason, message: string, details?: StatusDetails): StatusError {
   const status: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, code };
   if (reason !== '') status.reason = reason;
-  if (details !== undefined) status.details = details;
+  if (details !== undefined) status.details = compact(details);
   return new StatusError(status);
 }
 
