@@ -5,7 +5,7 @@
 import { serveDiscovery, isDiscoveryPath } from './discovery.js';
 import type { ApiRequest, ApiResponse, Handler } from './http.js';
 import { serveOpenAPI } from './openapi.js';
-import { requestInfo } from './requestinfo.js';
+import { parseBoolParam, requestInfo } from './requestinfo.js';
 import { notFoundPath, serveResource, type ResourceDeps } from './resource.js';
 import { writeError } from './respond.js';
 
@@ -58,7 +58,7 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
     }
     const info = requestInfo(method, path, query);
     if (!info.isResourceRequest || !deps.registry.store(info.apiGroup, info.apiVersion, info.resource)) {
-      return writeError(res, notFoundPath(), json);
+      return writeError(res, notFoundPath(), { ...json, pretty: parseBoolParam(query.get('pretty')) ?? false });
     }
     await serveResource(req, res, info, query, deps);
   };

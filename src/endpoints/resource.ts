@@ -11,11 +11,12 @@ import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, ListOptions, RequestScope, ResourceStore, WatchOptions } from '../registry/store.js';
 import { tryParseSelector } from '../util/fields.js';
 import { tryParse as tryParseLabels } from '../util/labels.js';
-import { notSupported, root, validateFieldManager, type FieldError } from '../util/validation.js';
+import { notSupported, required, root, validateFieldManager, type FieldError } from '../util/validation.js';
+import { PATCH_TYPES } from '../registry/patch.js';
 import { bodyFormat, contentType, readBody } from './body.js';
 import { getUser, type ApiRequest, type ApiResponse } from './http.js';
 import { parseBoolParam, type RequestInfo } from './requestinfo.js';
-import { setWarnings, writeBody, writeError, type MediaType, type Output } from './respond.js';
+import { PROTOBUF, setWarnings, writeBody, writeError, type MediaType, type Output } from './respond.js';
 import { serveWatch } from './watchstream.js';
 import { negotiateOutput, transformObject, watchEventTransformer, type OutputNegotiation } from './table.js';
 import { applyPatch } from './patching.js';
@@ -36,8 +37,11 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
   const pretty = parseBoolParam(query.get('pretty')) ?? false;
   let out: Output = { mediaType: 'application/json', pretty };
   try {
-    const neg = negotiateOutput(header(req, 'accept'));
-    if (neg.target === 'notAcceptable') throw apiErrors.notAcceptable(neg.message);
+    const accept = header(req, 'accept');
+    let neg = negotiateOutput(accept, WITH_PROTOBUF);
+    // Conversions (Table, PartialObjectMetadata) are served as JSON or YAML only.
+    if (neg.target !== 'object' && neg.target !== 'notAcceptable' && neg.mediaType === PROTOBUF) neg = negotiateOutput(accept);
+    if (neg.target === 'notAcceptable') throw notAcceptable(accept);
     out = { mediaType: neg.mediaType as MediaType, pretty };
     const includeObject = query.get('includeObject') ?? '';
     const store = deps.registry.store(info.apiGroup, info.apiVersion, info.resource);
@@ -56,7 +60,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         return writeConverted(res, await store.list(scope, listOptions(query)), decl, neg, includeObject, out, req.method);
       case 'watch': {
         const transform = watchEventTransformer(decl, neg, { includeObject });
-        return await serveWatch(req, res, store, scope, watchOptions(query), transform, timeoutSeconds(query, deps), deps.signal);
+        return await serveWatch(req, res, store, scope, watchOptions(query), transform, timeoutSeconds(query, deps), deps.signal, out.mediaType === PROTOBUF);
       }
       case 'create': {
         if (info.name !== '') throw methodNotAllowed(store, 'POST');
@@ -76,10 +80,14 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         return writeBody(res, result.created ? 201 : 200, result.object, out);
       }
       case 'patch': {
+        const type = contentType(req);
+        if (!PATCH_TYPES.includes(type as (typeof PATCH_TYPES)[number])) throw unsupportedPatchMediaType();
         scope.dryRun = dryRun(query, 'PatchOptions');
         checkFieldManager(query, 'PatchOptions');
+        if (type === 'application/apply-patch+yaml' && !query.get('fieldManager')) {
+          throw invalidOptions('PatchOptions', [required(root('fieldManager'), 'is required for apply patch')]);
+        }
         const body = await readBody(req);
-        const type = contentType(req);
         const result = await store.update(
           scope,
           info.name,
@@ -130,9 +138,37 @@ export function notFoundPath(): StatusError {
   return e;
 }
 
-function methodNotAllowed(store: ResourceStore, method: string): StatusError {
-  const verb = { POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }[method] ?? method.toLowerCase();
-  return apiErrors.methodNotSupported(store.gr, verb);
+/** The router's 405 for a method no route of the path takes (go-restful's generic answer). */
+function methodNotAllowed(_store: ResourceStore, _method: string): StatusError {
+  const e = apiErrors.methodNotSupported({ group: '', resource: '' }, '');
+  e.status.message = 'the server does not allow this method on the requested resource';
+  e.status.details = {};
+  return e;
+}
+
+const SERVED_MEDIA_TYPES = 'application/json, application/yaml, application/vnd.kubernetes.protobuf';
+const WITH_PROTOBUF = ['application/json', 'application/yaml', PROTOBUF];
+
+/**
+ * A 406: the router's own when no clause names a media type we serve at all; the negotiator's, listing what
+ * is served, when one does but asks for a form (conversion, version) we cannot produce.
+ */
+function notAcceptable(accept: string | undefined): StatusError {
+  const types = (accept ?? '').split(',').map((c) => c.split(';')[0]!.trim().toLowerCase());
+  const served = types.some((t) => ['*/*', 'application/*', 'application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf'].includes(t));
+  if (!served) {
+    const e = apiErrors.notAcceptable('406: Not Acceptable');
+    e.status.details = {};
+    return e;
+  }
+  return apiErrors.notAcceptable(`only the following media types are accepted: ${SERVED_MEDIA_TYPES}`);
+}
+
+/** The router's 415 for a PATCH whose Content-Type no patch route consumes. */
+function unsupportedPatchMediaType(): StatusError {
+  const e = apiErrors.unsupportedMediaType('415: Unsupported Media Type');
+  e.status.details = {};
+  return e;
 }
 
 function writeConverted(
@@ -161,7 +197,7 @@ function deleteStatus(decl: KindDecl, obj: KObject): KObject {
 function intParam(query: URLSearchParams, name: string): number | undefined {
   const v = query.get(name);
   if (v === null || v === '') return undefined;
-  if (!/^-?[0-9]+$/.test(v)) throw apiErrors.badRequest(`invalid value for ${name}: ${JSON.stringify(v)}: must be an integer`);
+  if (!/^[+-]?[0-9]+$/.test(v)) throw apiErrors.badRequest(`strconv.ParseInt: parsing ${JSON.stringify(v)}: invalid syntax`);
   return Number(v);
 }
 
@@ -252,11 +288,17 @@ async function decodeObject(req: ApiRequest, decl: KindDecl, _query: URLSearchPa
   }
   const obj = value as KObject;
   const apiVersion = apiVersionOf(decl);
+  const bodyKind = typeof obj.kind === 'string' && obj.kind !== '' ? obj.kind : decl.kind;
   if (obj.apiVersion !== undefined && obj.apiVersion !== '' && obj.apiVersion !== apiVersion) {
-    throw apiErrors.badRequest(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${apiVersion})`);
+    throw apiErrors.badRequest(
+      `${bodyKind} in version ${JSON.stringify(obj.apiVersion)} cannot be handled as a ${decl.kind}: no kind ${JSON.stringify(bodyKind)} is registered for version ${JSON.stringify(obj.apiVersion)} in scheme "k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"`,
+    );
   }
-  if (obj.kind !== undefined && obj.kind !== '' && obj.kind !== decl.kind) {
-    throw apiErrors.badRequest(`the object provided is unrecognized (must be of type ${decl.kind}): kind ${JSON.stringify(obj.kind)} does not match`);
+  if (bodyKind !== decl.kind) {
+    const [, version = apiVersion] = apiVersion.split('/');
+    throw apiErrors.badRequest(
+      `${bodyKind} in version ${JSON.stringify(apiVersion)} cannot be handled as a ${decl.kind}: converting (${version}.${bodyKind}) to (${decl.group === '' ? 'core' : decl.group.split('.')[0]}.${decl.kind}): unknown conversion`,
+    );
   }
   obj.apiVersion = apiVersion;
   obj.kind = decl.kind;

@@ -4,9 +4,11 @@
  */
 import { stringify as toYaml } from 'yaml';
 import { StatusError, apiErrors } from '../registry/errors.js';
+import { encodeKubernetesProtobuf } from '../registry/protobuf.js';
 import type { ApiResponse } from './http.js';
 
-export type MediaType = 'application/json' | 'application/yaml';
+export type MediaType = 'application/json' | 'application/yaml' | 'application/vnd.kubernetes.protobuf';
+export const PROTOBUF: MediaType = 'application/vnd.kubernetes.protobuf';
 export type Conversion = 'Table' | 'PartialObjectMetadata' | 'PartialObjectMetadataList';
 
 export interface Output {
@@ -65,9 +67,11 @@ export function negotiate(accept: string | undefined, pretty: boolean, conversio
 }
 
 /** Encodes a value for the chosen media type, as Kubernetes' serializers do (JSON ends with a newline). */
-export function encode(value: unknown, out: Pick<Output, 'mediaType' | 'pretty'>): string {
+export function encode(value: unknown, out: Pick<Output, 'mediaType' | 'pretty'>): string | Buffer {
+  if (out.mediaType === PROTOBUF) return encodeKubernetesProtobuf(value as object);
   if (out.mediaType === 'application/yaml') return toYaml(value, { lineWidth: 0 });
-  return (out.pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value)) + '\n';
+  // Go's json.MarshalIndent output (pretty) has no final newline; the compact encoder's has one.
+  return out.pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value) + '\n';
 }
 
 export function setWarnings(res: ApiResponse, warnings: readonly string[]): void {

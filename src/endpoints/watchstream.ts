@@ -8,6 +8,7 @@ import type { Writable } from 'node:stream';
 import type { RequestScope, ResourceStore, WatchOptions } from '../registry/store.js';
 import type { ApiRequest, ApiResponse } from './http.js';
 import type { KObject } from '../registry/kind.js';
+import { encodeWatchEventProtobuf } from '../registry/protobuf.js';
 
 export async function serveWatch(
   req: ApiRequest,
@@ -18,6 +19,7 @@ export async function serveWatch(
   transform: (obj: KObject) => unknown,
   timeoutSeconds: number,
   signal?: AbortSignal,
+  protobuf = false,
 ): Promise<void> {
   const watch = store.watch(scope, opts);
   const stop = () => watch.close();
@@ -28,12 +30,13 @@ export async function serveWatch(
   signal?.addEventListener('abort', stop, { once: true });
   try {
     res.statusCode = 200;
-    res.setHeader('Content-Type', 'application/json');
+    res.setHeader('Content-Type', protobuf ? 'application/vnd.kubernetes.protobuf;stream=watch' : 'application/json');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Cache-Control', 'no-cache, private');
     (res as { flushHeaders?: () => void }).flushHeaders?.();
     for await (const ev of watch) {
-      const line = JSON.stringify({ type: ev.type, object: ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED' ? transform(ev.object) : ev.object }) + '\n';
+      const object = ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED' ? transform(ev.object) : ev.object;
+      const line = protobuf ? encodeWatchEventProtobuf(ev.type, object as object) : JSON.stringify({ type: ev.type, object }) + '\n';
       if (!(res as unknown as Writable).write(line)) {
         await new Promise<void>((resolve) => {
           const done = () => {

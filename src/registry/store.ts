@@ -404,7 +404,7 @@ export class ResourceStore {
           throw apiErrors.notFound(this.gr, name);
         }
         (next.metadata ??= {}).name ??= name;
-        if (next.metadata.name !== name) throw this.nameMismatch();
+        if (next.metadata.name !== name) throw this.nameMismatch(next.metadata.name ?? '', name);
         try {
           return { object: await this.create(scope, next, warnings), created: true };
         } catch (err) {
@@ -454,8 +454,8 @@ export class ResourceStore {
     return { ...obj, metadata: meta };
   }
 
-  private nameMismatch() {
-    return apiErrors.badRequest('the name of the object does not match the name on the URL');
+  private nameMismatch(inBody: string, onUrl: string) {
+    return apiErrors.badRequest(`the name of the object (${inBody}) does not match the name on the URL (${onUrl})`);
   }
 
   /** Kubernetes' BeforeUpdate: system fields from the old object, the strategy, then validation and admission. */
@@ -469,7 +469,7 @@ export class ResourceStore {
   ): Promise<KObject> {
     const meta = (obj.metadata ??= {});
     if (meta.name === undefined || meta.name === '') meta.name = name;
-    if (meta.name !== name) throw this.nameMismatch();
+    if (meta.name !== name) throw this.nameMismatch(meta.name, name);
     this.checkNamespace(scope, obj);
     const oldMeta = old.metadata ?? {};
     const ctx = this.ctx(scope, subresource);

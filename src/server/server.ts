@@ -249,11 +249,17 @@ function versionHandler(versionInfo: () => object): Handler {
 
 // ---- handler chain -----------------------------------------------------------------------------------
 
-/** The router as a handler; unmatched paths get the NotFound Status. */
+/**
+ * The router as a handler. Unmatched API paths (/api, /apis and below) get the NotFound Status; any other
+ * path gets Go's plain-text '404 page not found', as kube-apiserver's final handler answers.
+ */
 export function routerHandler(router: Router): Handler {
   return (req, res) => {
-    const h = router.lookup(requestPath(req));
-    return h ? h(req, res) : writeNotFound(res);
+    const path = requestPath(req);
+    const h = router.lookup(path);
+    if (h) return h(req, res);
+    if (/^\/apis?(\/|$)/.test(path)) return writeNotFound(res);
+    writeText(res, 404, '404 page not found\n');
   };
 }
 
