@@ -31,17 +31,20 @@ spec:
 
 const haveKubectl = requireBinary(undefined, 'kubectl') !== null;
 
-for (const version of ['1.27', '1.33']) {
-  describe(`kubectl ${version}: namespaces and persistent volume claims`, () => {
+const haveEtcd = requireBinary(undefined, 'etcd') !== null;
+
+// The oldest and newest kubectl on the embedded store, and the newest on etcd.
+for (const [version, backend] of [['1.27', 'embedded'], ['1.33', 'embedded'], ['1.33', 'etcd']] as const) {
+  describe(`kubectl ${version} (${backend} store): namespaces and persistent volume claims`, () => {
     let c: TestCluster;
-    const present = haveKubectl && kubectlPath(version) !== null;
+    const present = haveKubectl && kubectlPath(version) !== null && (backend !== 'etcd' || haveEtcd);
     if (!present && process.env.CI === 'true') throw new Error(`kubectl.${version} is required under CI=true`);
     const k = async (args: string[], input?: string, more: { env?: Record<string, string>; timeoutMs?: number } = {}) => {
       const r = await c.kubectl(args, { version, ...(input !== undefined ? { input } : {}), ...more });
       return r;
     };
     before(async () => {
-      if (present) c = await startCluster();
+      if (present) c = await startCluster([], { etcd: backend === 'etcd' });
     });
     after(async () => c?.stop());
 

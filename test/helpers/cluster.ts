@@ -11,6 +11,7 @@ import { stringify } from 'yaml';
 import { parseServerOptions } from '../../src/server/options.js';
 import { createControlPlane, type ControlPlane } from '../../src/server/controlplane.js';
 import { findBinary } from './binaries.js';
+import { startEtcd } from './etcd.js';
 
 export interface TestCluster {
   cp: ControlPlane;
@@ -39,15 +40,18 @@ export function kubectlPath(version?: string): string | null {
 export interface StartClusterOptions {
   /** Keeps the embedded store in a file under the cluster's directory (removed by stop()) instead of in memory. */
   fileStore?: boolean;
+  /** Keeps the state in a real etcd this helper starts and stops. */
+  etcd?: boolean;
 }
 
 export async function startCluster(extraArgs: string[] = [], opts: StartClusterOptions = {}): Promise<TestCluster> {
   const dir = await mkdtemp(join(tmpdir(), 'orch-e2e-'));
+  const etcd = opts.etcd ? await startEtcd() : undefined;
   const token = 'e2e-admin-token';
   await writeFile(join(dir, 'tokens.csv'), `${token},admin,admin,"system:masters"\n`);
   const options = parseServerOptions([
     '--bind-address=127.0.0.1',
-    `--data-dir=${opts.fileStore ? join(dir, 'data') : ':memory:'}`,
+    ...(etcd ? [`--kvstore-servers=${etcd.endpoint}`] : [`--data-dir=${opts.fileStore ? join(dir, 'data') : ':memory:'}`]),
     `--cert-dir=${join(dir, 'certs')}`,
     `--token-auth-file=${join(dir, 'tokens.csv')}`,
     ...extraArgs,
@@ -91,6 +95,7 @@ export async function startCluster(extraArgs: string[] = [], opts: StartClusterO
     },
     async stop() {
       await cp.stop();
+      await etcd?.cleanup();
       await rm(dir, { recursive: true, force: true });
     },
   };
