@@ -2,10 +2,12 @@
  * `npm run bench`: prints the figures of every benchmark. Arguments select benchmarks by name
  * (`node dist/bench/index.js storage`); BENCH_SCALE=0.1 runs a smaller workload.
  */
+import { benchApi } from './api.js';
 import { benchStorage } from './storage.js';
 
 const benches: Record<string, (scale: number) => Promise<unknown>> = {
   storage: benchStorage,
+  api: benchApi,
 };
 
 const scale = Number(process.env.BENCH_SCALE ?? '1');

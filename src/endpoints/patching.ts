@@ -6,8 +6,17 @@ import { apiErrors } from '../registry/errors.js';
 import { apiVersionOf, type KObject, type KindDecl } from '../registry/kind.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, parsePatchType } from '../registry/patch.js';
 import { REF_PREFIX, type Definitions } from '../registry/schema.js';
+import { applyFieldValidation, cannotBeHandledMessage, checkFields, type FieldValidation } from '../registry/decode.js';
 
-export function applyPatch(contentType: string, current: KObject, body: Buffer, decl: KindDecl, defs: Definitions): KObject {
+export function applyPatch(
+  contentType: string,
+  current: KObject,
+  body: Buffer,
+  decl: KindDecl,
+  defs: Definitions,
+  fieldValidation: FieldValidation = 'Ignore',
+  warnings: string[] = [],
+): KObject {
   const type = parsePatchType(contentType);
   let patched: KObject;
   switch (type) {
@@ -32,7 +41,10 @@ export function applyPatch(contentType: string, current: KObject, body: Buffer, 
   if ((patched.apiVersion ?? apiVersion) !== apiVersion || (patched.kind ?? decl.kind) !== decl.kind) {
     throw apiErrors.badRequest(`the patch may not change the object's apiVersion or kind (${apiVersion}, ${decl.kind})`);
   }
-  patched.apiVersion = apiVersion;
-  patched.kind = decl.kind;
-  return patched;
+  // The patched object is decoded like a body: unknown fields dropped (and reported per fieldValidation).
+  const checked = checkFields(patched, { $ref: REF_PREFIX + decl.definition }, defs);
+  const version = apiVersion.split('/').pop()!;
+  if (checked.decodeError !== undefined) throw apiErrors.badRequest(cannotBeHandledMessage(decl.kind, version, decl.kind, checked.decodeError));
+  applyFieldValidation(fieldValidation, checked.problems, warnings, { bodyKind: decl.kind, bodyVersion: version, kind: decl.kind });
+  return { ...(checked.pruned as KObject), apiVersion, kind: decl.kind };
 }

@@ -20,6 +20,8 @@ import { PROTOBUF, setWarnings, writeBody, writeError, type MediaType, type Outp
 import { serveWatch } from './watchstream.js';
 import { negotiateOutput, transformObject, watchEventTransformer, type OutputNegotiation } from './table.js';
 import { applyPatch } from './patching.js';
+import { applyFieldValidation, cannotBeHandledMessage, checkFields, fieldValidationDirective, parseBody, unrecognizedObjectMessage } from '../registry/decode.js';
+import { REF_PREFIX, type Definitions } from '../registry/schema.js';
 import { decodeKubernetesProtobuf } from '../registry/protobuf.js';
 import { DEFAULT_VERBS } from '../registry/kind.js';
 
@@ -66,7 +68,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         if (info.name !== '') throw methodNotAllowed(store, 'POST');
         scope.dryRun = dryRun(query, 'CreateOptions');
         checkFieldManager(query, 'CreateOptions');
-        const obj = await decodeObject(req, decl, query, warnings);
+        const obj = await decodeObject(req, decl, query, warnings, deps.registry.definitions, 'CreateOptions');
         const created = await store.create(scope, obj, warnings);
         setWarnings(res, warnings);
         return writeBody(res, 201, created, out);
@@ -74,7 +76,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
       case 'update': {
         scope.dryRun = dryRun(query, 'UpdateOptions');
         checkFieldManager(query, 'UpdateOptions');
-        const obj = await decodeObject(req, decl, query, warnings);
+        const obj = await decodeObject(req, decl, query, warnings, deps.registry.definitions, 'UpdateOptions');
         const result = await store.update(scope, info.name, () => obj, { subresource: info.subresource }, warnings);
         setWarnings(res, warnings);
         return writeBody(res, result.created ? 201 : 200, result.object, out);
@@ -87,13 +89,14 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         if (type === 'application/apply-patch+yaml' && !query.get('fieldManager')) {
           throw invalidOptions('PatchOptions', [required(root('fieldManager'), 'is required for apply patch')]);
         }
+        const directive = fieldValidationDirective(query.get('fieldValidation') ?? undefined, 'PatchOptions');
         const body = await readBody(req);
         const result = await store.update(
           scope,
           info.name,
           (current) => {
             if (!current) throw apiErrors.notFound(store.gr, info.name);
-            return applyPatch(type, current, body, decl, deps.registry.definitions);
+            return applyPatch(type, current, body, decl, deps.registry.definitions, directive, warnings);
           },
           { subresource: info.subresource },
           warnings,
@@ -271,38 +274,48 @@ function checkFieldManager(query: URLSearchParams, kind: string): void {
 }
 
 /** Decodes an object body of the kind, refusing other kinds and API versions as Kubernetes does. */
-async function decodeObject(req: ApiRequest, decl: KindDecl, _query: URLSearchParams, _warnings: string[]): Promise<KObject> {
+/**
+ * Decodes an object body of the kind as Kubernetes' create and update handlers do: parse (400), the kind and
+ * version the body names (400 for another), the typed decoding against the schema (unknown fields dropped,
+ * wrong types a 400), then the fieldValidation directive (Strict 400, Warn headers, Ignore).
+ */
+async function decodeObject(
+  req: ApiRequest,
+  decl: KindDecl,
+  query: URLSearchParams,
+  warnings: string[],
+  defs: Definitions,
+  optionsKind: 'CreateOptions' | 'UpdateOptions',
+): Promise<KObject> {
   const format = bodyFormat(req);
+  const directive = fieldValidationDirective(query.get('fieldValidation') ?? undefined, optionsKind);
   const body = await readBody(req);
-  let value: unknown;
-  if (format === 'protobuf') value = decodeKubernetesProtobuf(body, { apiVersion: apiVersionOf(decl), kind: decl.kind });
-  else try {
-    value = format === 'yaml' ? parseYaml(body.toString('utf8')) : JSON.parse(body.toString('utf8'));
-  } catch (err) {
-    throw apiErrors.badRequest(
-      `the object provided is unrecognized (must be of type ${decl.kind}): couldn't get version/kind; json parse error: ${(err as Error).message}`,
-    );
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw apiErrors.badRequest(`the object provided is unrecognized (must be of type ${decl.kind}): couldn't get version/kind; json parse error: not an object`);
-  }
-  const obj = value as KObject;
   const apiVersion = apiVersionOf(decl);
-  const bodyKind = typeof obj.kind === 'string' && obj.kind !== '' ? obj.kind : decl.kind;
-  if (obj.apiVersion !== undefined && obj.apiVersion !== '' && obj.apiVersion !== apiVersion) {
+  if (format === 'protobuf') {
+    const obj = decodeKubernetesProtobuf(body, { apiVersion, kind: decl.kind }) as KObject;
+    return { ...obj, apiVersion, kind: decl.kind };
+  }
+  const parsed = parseBody(body, format, decl.kind);
+  if (parsed.value === null || typeof parsed.value !== 'object' || Array.isArray(parsed.value)) {
+    throw apiErrors.badRequest(unrecognizedObjectMessage(decl.kind, "couldn't get version/kind; json parse error: json: cannot unmarshal " + (Array.isArray(parsed.value) ? 'array' : typeof parsed.value) + ' into Go value of type struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }', body));
+  }
+  const raw = parsed.value as KObject;
+  const bodyKind = typeof raw.kind === 'string' && raw.kind !== '' ? raw.kind : decl.kind;
+  if (raw.apiVersion !== undefined && raw.apiVersion !== '' && raw.apiVersion !== apiVersion) {
     throw apiErrors.badRequest(
-      `${bodyKind} in version ${JSON.stringify(obj.apiVersion)} cannot be handled as a ${decl.kind}: no kind ${JSON.stringify(bodyKind)} is registered for version ${JSON.stringify(obj.apiVersion)} in scheme "k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"`,
+      `${bodyKind} in version ${JSON.stringify(raw.apiVersion)} cannot be handled as a ${decl.kind}: no kind ${JSON.stringify(bodyKind)} is registered for version ${JSON.stringify(raw.apiVersion)} in scheme "k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"`,
     );
   }
+  const [, version = apiVersion] = apiVersion.split('/');
   if (bodyKind !== decl.kind) {
-    const [, version = apiVersion] = apiVersion.split('/');
     throw apiErrors.badRequest(
       `${bodyKind} in version ${JSON.stringify(apiVersion)} cannot be handled as a ${decl.kind}: converting (${version}.${bodyKind}) to (${decl.group === '' ? 'core' : decl.group.split('.')[0]}.${decl.kind}): unknown conversion`,
     );
   }
-  obj.apiVersion = apiVersion;
-  obj.kind = decl.kind;
-  return obj;
+  const checked = checkFields(raw, { $ref: REF_PREFIX + decl.definition }, defs, parsed);
+  if (checked.decodeError !== undefined) throw apiErrors.badRequest(cannotBeHandledMessage(decl.kind, version, decl.kind, checked.decodeError));
+  applyFieldValidation(directive, checked.problems, warnings, { bodyKind: decl.kind, bodyVersion: version, kind: decl.kind });
+  return { ...(checked.pruned as KObject), apiVersion, kind: decl.kind };
 }
 
 async function deleteOptions(

@@ -327,7 +327,34 @@ describe('API errors as Kubernetes Status objects', () => {
   });
 
   describe('400 BadRequest', () => {
-    it('refuses a malformed JSON body', { todo: "server differs: orch quotes JavaScript's JSON.parse error and no body summary; Kubernetes quotes Go's encoding/json error and the body" }, async () => {
+    it('fieldValidation: Strict lists duplicate and unknown fields in document order, Warn sends Warning headers, Ignore neither', async () => {
+      const body = '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fv","name":"fv","bogus":1},"spec":{"extra":true}}';
+      expectStatus(
+        await send('POST', '/api/v1/namespaces?fieldValidation=Strict', { body }),
+        failure(
+          400,
+          'BadRequest',
+          'Namespace in version "v1" cannot be handled as a Namespace: strict decoding error: duplicate field "metadata.name", unknown field "metadata.bogus", unknown field "spec.extra"',
+        ),
+      );
+      const warned = await send('POST', '/api/v1/namespaces?fieldValidation=Warn&dryRun=All', { body });
+      assert.equal(warned.status, 201, warned.text);
+      assert.deepEqual(warned.headers['warning'], '299 - "duplicate field \\"metadata.name\\"", 299 - "unknown field \\"metadata.bogus\\"", 299 - "unknown field \\"spec.extra\\""');
+      assert.equal(JSON.parse(warned.text).metadata.bogus, undefined);
+      const ignored = await send('POST', '/api/v1/namespaces?fieldValidation=Ignore&dryRun=All', { body });
+      assert.equal(ignored.status, 201);
+      assert.equal(ignored.headers['warning'], undefined);
+      expectStatus(
+        await send('POST', '/api/v1/namespaces?fieldValidation=Loose', { body }),
+        failure(422, 'Invalid', 'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Loose": supported values: "", "Ignore", "Strict", "Warn"', {
+          group: 'meta.k8s.io',
+          kind: 'CreateOptions',
+          causes: [{ reason: 'FieldValueNotSupported', message: 'Unsupported value: "Loose": supported values: "", "Ignore", "Strict", "Warn"', field: 'fieldValidation' }],
+        }),
+      );
+    });
+
+    it('refuses a malformed JSON body', async () => {
       expectStatus(
         await send('POST', '/api/v1/namespaces', { body: '{not json}' }),
         failure(

@@ -89,6 +89,21 @@ for (const [version, backend] of [['1.27', 'embedded'], ['1.33', 'embedded'], ['
       assert.match(r.stderr, /is invalid: spec.accessModes: Required value: at least 1 access mode is required/);
     });
 
+    // kubectl parses the file before sending it, so only unknown fields reach the server (duplicates are covered
+    // through raw requests in api-errors.test.ts).
+    it('validates fields on the server: Strict refuses unknown fields, warn reports them', { skip: !present }, async () => {
+      const body = '{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"typo"},"spec":{"accessModez":["ReadWriteOnce"],"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}';
+      const strict = await k(['create', '-n', 'app', '-f', '-'], body);
+      assert.notEqual(strict.code, 0);
+      assert.match(strict.stderr, /PersistentVolumeClaim in version "v1" cannot be handled as a PersistentVolumeClaim: strict decoding error: unknown field "spec.accessModez"/);
+      const warn = await k(['create', '-n', 'app', '--validate=warn', '-f', '-'], body);
+      assert.equal(warn.code, 0, warn.stderr);
+      assert.match(warn.stderr, /Warning: unknown field "spec.accessModez"/);
+      const stored = JSON.parse((await k(['get', 'pvc', 'typo', '-n', 'app', '-o', 'json'])).stdout);
+      assert.equal(stored.spec.accessModez, undefined);
+      await k(['delete', 'pvc', 'typo', '-n', 'app', '--wait=true']);
+    });
+
     it('patches the status subresource and the object', { skip: !present }, async () => {
       let r = await k(['patch', 'pvc', 'data', '-n', 'app', '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Bound"}}']);
       assert.equal(r.code, 0, r.stderr);
