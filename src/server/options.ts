@@ -200,6 +200,31 @@ function checkRuntimeConfig(m: Record<string, string>): string | undefined {
   return undefined;
 }
 
+/** Kubernetes' check of --strict-transport-security-directives. */
+function checkHSTSDirectives(list: string[]): string | undefined {
+  for (const d of list) {
+    if (d.trim() === '') return 'empty value in strict-transport-security-directives';
+    if (d === 'includeSubDomains' || d === 'preload') continue;
+    const parts = d.split('=');
+    if (parts.length !== 2 || parts[0] !== 'max-age') {
+      return `"${d}": allowed values: max-age=expireTime, includeSubDomains, preload. see https://tools.ietf.org/html/rfc6797#section-6.1 for more information`;
+    }
+  }
+  return undefined;
+}
+
+/** Each --cors-allowed-origins entry must be a valid regular expression. */
+function checkCorsOrigins(list: string[]): string | undefined {
+  for (const p of list) {
+    try {
+      new RegExp(p);
+    } catch (e) {
+      return `"${p}" is not a valid regular expression: ${(e as Error).message}`;
+    }
+  }
+  return undefined;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The option table
 
@@ -247,6 +272,7 @@ export const SERVER_FLAGS = [
       'strings',
       undefined,
       'Allowed CORS origins; an entry may be a regular expression for subdomain matching. Empty list disables CORS.',
+      { status: S, validate: checkCorsOrigins },
     ),
     flag(
       'default-not-ready-toleration-seconds',
@@ -300,7 +326,9 @@ export const SERVER_FLAGS = [
       'false',
       'Experimental; suppresses logging of fields tagged sensitive (passwords, keys, tokens); may add significant overhead, not for production.',
     ),
-    flag('external-hostname', 'string', undefined, 'Hostname used when generating externalized URLs (API docs, discovery).'),
+    flag('external-hostname', 'string', undefined, 'Hostname used when generating externalized URLs (API docs, discovery).', {
+      status: S,
+    }),
     flag(
       'identity-lease-duration-seconds',
       'int',
@@ -351,8 +379,20 @@ export const SERVER_FLAGS = [
       'default',
       'Deprecated: namespace from which control-plane services are injected into pods.',
     ),
-    flag('permit-address-sharing', 'bool', 'false', 'Bind with SO_REUSEADDR.'),
-    flag('permit-port-sharing', 'bool', 'false', 'Bind with SO_REUSEPORT, allowing several instances on one address and port.'),
+    flag(
+      'permit-address-sharing',
+      'bool',
+      'false',
+      'Bind with SO_REUSEADDR. (Node.js sets SO_REUSEADDR on every listener on Linux and other Unix systems, so both values behave as true there.)',
+      { status: S },
+    ),
+    flag(
+      'permit-port-sharing',
+      'bool',
+      'false',
+      'Bind with SO_REUSEPORT, allowing several instances on one address and port. Needs Node.js 22.12+ or 23.1+; on older versions true is refused at startup.',
+      { status: S },
+    ),
     flag('profiling', 'bool', 'true', 'Profiling through the web interface at host:port/debug/pprof/.', { status: S }),
     flag(
       'secure-port',
@@ -643,6 +683,7 @@ export const SERVER_FLAGS = [
       undefined,
       "Certificate and key paths 'cert,key', optionally suffixed ':' and domain patterns (wildcard prefixes, IPs allowed); repeatable. Non-wildcard matches beat wildcard ones; explicit patterns beat names extracted from the certificate.",
       {
+        status: S,
         noSplit: true,
         typeName: 'string',
         validate: (list) => {
@@ -651,15 +692,21 @@ export const SERVER_FLAGS = [
         },
       },
     ),
-    flag('tls-min-version', 'enum', undefined, `One of ${TLS_VERSIONS.join(', ')}.`, { values: TLS_VERSIONS }),
+    flag('tls-min-version', 'enum', undefined, `One of ${TLS_VERSIONS.join(', ')}.`, { status: S, values: TLS_VERSIONS }),
     flag(
       'tls-cipher-suites',
       'strings',
       undefined,
       `Cipher suites; omitted means the Go defaults. Preferred: ${TLS_PREFERRED_CIPHER_SUITES.join(', ')}. Insecure: ${TLS_INSECURE_CIPHER_SUITES.join(', ')}.`,
-      { values: [...TLS_PREFERRED_CIPHER_SUITES, ...TLS_INSECURE_CIPHER_SUITES] },
+      { status: S, values: [...TLS_PREFERRED_CIPHER_SUITES, ...TLS_INSECURE_CIPHER_SUITES] },
     ),
-    flag('strict-transport-security-directives', 'strings', undefined, 'HSTS directives; empty means none added.'),
+    flag(
+      'strict-transport-security-directives',
+      'strings',
+      undefined,
+      "HSTS directives ('max-age=<seconds>', 'includeSubDomains', 'preload'), joined by '; ' into the Strict-Transport-Security header; empty means none added.",
+      { status: S, validate: checkHSTSDirectives },
+    ),
   ]),
   ...flagGroup('Events', [
     flag('event-ttl', 'duration', '1h0m0s', 'Retention time of events.', { status: S, validate: positive }),
@@ -712,6 +759,7 @@ export const SERVER_FLAGS = [
       'bool',
       'false',
       "When true, the server keeps listening until in-flight non-long-running requests drain; meanwhile every incoming request is rejected with 429, a 'Retry-After' header and 'Connection: close'.",
+      { status: S },
     ),
   ]),
   ...flagGroup('Limits', [
@@ -746,13 +794,19 @@ export const SERVER_FLAGS = [
       undefined,
       'If non-zero, throttles each user connection to this rate; applies to long-running requests only.',
     ),
-    flag('http2-max-streams-per-connection', 'int', undefined, 'Stream limit offered to HTTP/2 clients; 0 uses the library default.'),
+    flag(
+      'http2-max-streams-per-connection',
+      'int',
+      undefined,
+      'Stream limit offered to HTTP/2 clients; 0 uses the library default (250, as kube-apiserver).',
+      { status: S, validate: nonNegative },
+    ),
     flag(
       'goaway-chance',
       'float',
       undefined,
       'Fraction of requests answered with an HTTP/2 GOAWAY; minimum 0 (off), maximum 0.02; 0.001 is a recommended start; do not enable for single-server clusters or without a load balancer.',
-      { validate: (v) => (v >= 0 && v <= 0.02 ? undefined : 'must be between 0 and 0.02 inclusive') },
+      { status: S, validate: (v) => (v >= 0 && v <= 0.02 ? undefined : 'must be between 0 and 0.02 inclusive') },
     ),
     flag('delete-collection-workers', 'int', '1', 'Workers for delete-collection calls (speeds up namespace cleanup).', {
       validate: positive,

@@ -7,7 +7,8 @@
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createSecureServer, type Http2SecureServer, type SecureServerOptions, type ServerHttp2Session } from 'node:http2';
-import { isIPv6, type AddressInfo, type Socket } from 'node:net';
+import { isIPv6, type AddressInfo, type ListenOptions, type Socket } from 'node:net';
+import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TLSSocket } from 'node:tls';
 import {
@@ -21,7 +22,15 @@ import {
   type Authenticator,
   type Handler,
 } from '../filters/authn.js';
+import { withCORS, compileCorsOrigins } from '../filters/cors.js';
+import { withProbabilisticGoaway } from '../filters/goaway.js';
+import { validateHSTSDirectives, withHSTS } from '../filters/hsts.js';
+import { withMaxInFlightLimit } from '../filters/maxinflight.js';
+import { isLongRunning, withRequestInfo, type LongRunningCheck } from '../filters/requestinfo.js';
+import { RequestWaitGroup, withRetryAfter, withWaitGroup } from '../filters/shutdown.js';
+import { withRequestDeadline, withTimeoutForNonLongRunningRequests } from '../filters/timeout.js';
 import { ensureServingCert, splitPemCertificates } from './certs.js';
+import { loadSniCertificates, sniCallback, tlsCiphers, tlsMinVersion } from './tls.js';
 
 export interface ServerConfig {
   /** --bind-address; default '0.0.0.0'. */
@@ -48,6 +57,36 @@ export interface ServerConfig {
   livezGracePeriodMs?: number;
   /** How long stop() lets in-flight requests finish before cutting connections; default 60000. */
   shutdownTimeoutMs?: number;
+  /** --tls-min-version (VersionTLS10..VersionTLS13); default TLS 1.2. */
+  tlsMinVersion?: string;
+  /** --tls-cipher-suites, Go names; empty means Node's defaults. */
+  tlsCipherSuites?: string[];
+  /** --tls-sni-cert-key values, 'cert,key[:name,...]'. */
+  tlsSniCertKeys?: string[];
+  /** --strict-transport-security-directives. */
+  hstsDirectives?: string[];
+  /** --cors-allowed-origins (regular expressions). */
+  corsAllowedOrigins?: string[];
+  /** --external-hostname: host of externalized URLs; default the advertise address, else the host name. */
+  externalHostname?: string;
+  /** --permit-port-sharing: SO_REUSEPORT (needs Node >= 22.12 or >= 23.1). */
+  permitPortSharing?: boolean;
+  /** --permit-address-sharing: SO_REUSEADDR, which libuv always sets on Unix listeners anyway. */
+  permitAddressSharing?: boolean;
+  /** --http2-max-streams-per-connection; 0 or unset means kube-apiserver's 250. */
+  http2MaxStreamsPerConnection?: number;
+  /** --goaway-chance, 0..0.02. */
+  goawayChance?: number;
+  /** --max-requests-inflight; default 400, 0 disables. */
+  maxRequestsInflight?: number;
+  /** --max-mutating-requests-inflight; default 200, 0 disables. */
+  maxMutatingRequestsInflight?: number;
+  /** --enable-priority-and-fairness: one limit, the sum of both, for every request (no queuing yet). */
+  enablePriorityAndFairness?: boolean;
+  /** --request-timeout; default 60000. */
+  requestTimeoutMs?: number;
+  /** --shutdown-send-retry-after: after the delay, new requests get 429 until in-flight ones drain. */
+  shutdownSendRetryAfter?: boolean;
   /** The /version body. */
   versionInfo: () => object;
   /** Where warnings and notices go; default console.error. */
@@ -290,16 +329,52 @@ export interface HandlerChainDeps {
   authenticator: Authenticator;
   anonymous: boolean;
   logger: (m: string) => void;
+  /** Default: kube-apiserver's (watch, proxy, exec, attach, log, portforward). */
+  longRunning?: LongRunningCheck;
+  /** Default 400 / 200; `sharedLimit` replaces both (the priority-and-fairness stand-in). */
+  maxInFlight?: { nonMutatingLimit: number; mutatingLimit: number; sharedLimit?: number };
+  /** Default 60000. */
+  requestTimeoutMs?: number;
+  corsAllowedOrigins?: readonly string[];
+  hstsDirectives?: readonly string[];
+  /** Installed when above 0. */
+  goawayChance?: number;
+  /** Random numbers for the GOAWAY decision; tests inject them. */
+  random?: () => number;
+  /** Counts in-flight non-long-running requests for shutdown. */
+  waitGroup?: RequestWaitGroup;
+  /** When given, withRetryAfter is installed and answers 429 while it returns true. */
+  notAcceptingNewRequests?: () => boolean;
 }
 
 /**
- * Every filter, outermost first: panic recovery → authentication → (authorization: AlwaysAllow admits
- * everything) → the API handler.
+ * Every filter, in kube-apiserver's DefaultBuildHandlerChain order. Outermost first: panic recovery →
+ * request info → retry-after (shutdown) → HSTS → probabilistic GOAWAY → wait group → request deadline →
+ * timeout → CORS → authentication → max-in-flight → (authorization: AlwaysAllow admits everything) →
+ * the API handler. `trace` receives each installed filter's name, innermost first (for the order test).
  */
-export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps): Handler {
+export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps, trace?: (filter: string) => void): Handler {
+  const longRunning = deps.longRunning ?? isLongRunning;
   let h = apiHandler;
-  h = withAuthentication(h, { authenticator: deps.authenticator, anonymous: deps.anonymous });
-  h = withPanicRecovery(h, { logger: deps.logger });
+  const use = (name: string, wrap: (next: Handler) => Handler): void => {
+    trace?.(name);
+    h = wrap(h);
+  };
+  const inflight = deps.maxInFlight ?? { nonMutatingLimit: 400, mutatingLimit: 200 };
+  use('maxInFlightLimit', (n) => withMaxInFlightLimit(n, { ...inflight, longRunning }));
+  use('authentication', (n) => withAuthentication(n, { authenticator: deps.authenticator, anonymous: deps.anonymous }));
+  use('cors', (n) => withCORS(n, { allowedOrigins: deps.corsAllowedOrigins ?? [] }));
+  use('timeoutForNonLongRunningRequests', (n) => withTimeoutForNonLongRunningRequests(n, { longRunning }));
+  use('requestDeadline', (n) => withRequestDeadline(n, { longRunning, requestTimeoutMs: deps.requestTimeoutMs ?? 60_000 }));
+  const group = deps.waitGroup;
+  if (group) use('waitGroup', (n) => withWaitGroup(n, { longRunning, group }));
+  const chance = deps.goawayChance ?? 0;
+  if (chance > 0) use('probabilisticGoaway', (n) => withProbabilisticGoaway(n, { chance, ...(deps.random ? { random: deps.random } : {}) }));
+  use('hsts', (n) => withHSTS(n, { directives: deps.hstsDirectives ?? [] }));
+  const notAccepting = deps.notAcceptingNewRequests;
+  if (notAccepting) use('retryAfter', (n) => withRetryAfter(n, { notAcceptingNewRequests: notAccepting }));
+  use('requestInfo', (n) => withRequestInfo(n));
+  use('panicRecovery', (n) => withPanicRecovery(n, { logger: deps.logger }));
   return h;
 }
 
@@ -311,6 +386,8 @@ export interface ApiServer {
   readonly port: number;
   /** PEM of the CA that signed the serving certificate, for clients and kubeconfigs. */
   readonly caCert: string;
+  /** host:port for externalized URLs (discovery, API docs): --external-hostname, else the advertise address, else the host name. */
+  readonly externalAddress: string;
   /** Where later layers register API routes. */
   readonly mux: Router;
   /** Aborted when the listener starts closing; long-running handlers (watches) end their responses on it. */
@@ -326,8 +403,8 @@ export interface ApiServer {
 
 const AUTHORIZATION_MODES = new Set(['AlwaysAllow']);
 const KUBERNETES_SERVICE_NAMES = ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
-/** kube-apiserver raises Go's default of 250 streams per HTTP/2 connection to 1000. */
-const HTTP2_MAX_STREAMS = 1000;
+/** The stream limit kube-apiserver offers when --http2-max-streams-per-connection is 0 (secure_serving.go). */
+const HTTP2_DEFAULT_MAX_STREAMS = 250;
 
 /** Throws with kube-apiserver's messages on an invalid --authorization-mode list. */
 export function validateAuthorizationModes(modes: string[]): void {
@@ -384,12 +461,47 @@ function servingCertHosts(config: ServerConfig, bindAddress: string): string[] {
   ];
 }
 
+/** Whether this Node.js can bind with SO_REUSEPORT (`reusePort` listen option: 22.12+, 23.1+). */
+export function nodeSupportsReusePort(version = process.versions.node): boolean {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  return major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12);
+}
+
+/** Startup checks of the serving and limit options, each message naming its option. */
+function validateServingConfig(config: ServerConfig): void {
+  const hsts = validateHSTSDirectives(config.hstsDirectives ?? []);
+  if (hsts) throw new Error(hsts);
+  compileCorsOrigins(config.corsAllowedOrigins ?? []);
+  const chance = config.goawayChance ?? 0;
+  if (!(chance >= 0 && chance <= 0.02)) throw new Error('--goaway-chance can not be less than 0 or greater than 0.02');
+  if ((config.http2MaxStreamsPerConnection ?? 0) < 0) throw new Error('--http2-max-streams-per-connection can not be negative value');
+  if ((config.maxRequestsInflight ?? 0) < 0) throw new Error('--max-requests-inflight can not be negative value');
+  if ((config.maxMutatingRequestsInflight ?? 0) < 0) throw new Error('--max-mutating-requests-inflight can not be negative value');
+  if ((config.requestTimeoutMs ?? 0) < 0) throw new Error('--request-timeout can not be negative value');
+  if (config.permitPortSharing && !nodeSupportsReusePort()) {
+    throw new Error(
+      `--permit-port-sharing: SO_REUSEPORT needs Node.js 22.12+ or 23.1+ (the listen option reusePort); this is Node.js ${process.versions.node}`,
+    );
+  }
+}
+
+function maxInFlightFrom(config: ServerConfig): NonNullable<HandlerChainDeps['maxInFlight']> {
+  const nonMutatingLimit = config.maxRequestsInflight ?? 400;
+  const mutatingLimit = config.maxMutatingRequestsInflight ?? 200;
+  return config.enablePriorityAndFairness
+    ? { nonMutatingLimit, mutatingLimit, sharedLimit: nonMutatingLimit + mutatingLimit }
+    : { nonMutatingLimit, mutatingLimit };
+}
+
 /** Validates the config and loads certificates and credentials (failing with flag names), then assembles. */
 export async function createApiServer(config: ServerConfig): Promise<ApiServer> {
   const logger = config.logger ?? ((m: string) => console.error(m));
   const bindAddress = config.bindAddress ?? '0.0.0.0';
   validateAuthorizationModes(config.authorizationModes);
+  validateServingConfig(config);
   const anonymous = effectiveAnonymousAuth(config, logger);
+  const minVersion = tlsMinVersion(config.tlsMinVersion);
+  const ciphers = tlsCiphers(config.tlsCipherSuites ?? [], logger);
   const serving = await ensureServingCert({
     certDir: config.certDir,
     certFile: config.tlsCertFile,
@@ -397,16 +509,33 @@ export async function createApiServer(config: ServerConfig): Promise<ApiServer> 
     hosts: servingCertHosts(config, bindAddress),
   });
   const clientCA = config.clientCaFile ? await readClientCA(config.clientCaFile) : undefined;
+  const sni =
+    (config.tlsSniCertKeys ?? []).length > 0
+      ? await loadSniCertificates(config.tlsSniCertKeys ?? [], { minVersion, ...(ciphers ? { ciphers } : {}), ...(clientCA ? { ca: clientCA } : {}) })
+      : undefined;
   const authenticator = await buildAuthenticator(config);
+  const maxStreams = config.http2MaxStreamsPerConnection || HTTP2_DEFAULT_MAX_STREAMS;
   const tls: SecureServerOptions = {
     allowHTTP1: true,
     cert: serving.cert,
     key: serving.key,
-    minVersion: 'TLSv1.2',
-    settings: { maxConcurrentStreams: HTTP2_MAX_STREAMS },
+    minVersion,
+    ...(ciphers ? { ciphers } : {}),
+    ...(sni ? { SNICallback: sniCallback(sni) } : {}),
+    settings: { maxConcurrentStreams: maxStreams },
     ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}),
   };
-  return assembleServer(config, { logger, bindAddress, caCert: serving.caCert, tls, chain: { authenticator, anonymous, logger } });
+  const chain: HandlerChainDeps = {
+    authenticator,
+    anonymous,
+    logger,
+    maxInFlight: maxInFlightFrom(config),
+    requestTimeoutMs: config.requestTimeoutMs ?? 60_000,
+    corsAllowedOrigins: config.corsAllowedOrigins ?? [],
+    hstsDirectives: config.hstsDirectives ?? [],
+    goawayChance: config.goawayChance ?? 0,
+  };
+  return assembleServer(config, { logger, bindAddress, caCert: serving.caCert, tls, chain });
 }
 
 interface AssembleDeps {
@@ -420,6 +549,8 @@ interface AssembleDeps {
 function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
   const { logger, bindAddress } = deps;
   let shuttingDown = false;
+  let notAcceptingNewRequests = false;
+  const waitGroup = new RequestWaitGroup();
   // The livez grace period runs from construction (as kube-apiserver's clock) and restarts at start().
   let startedAt = Date.now();
   const health = createHealthRegistry(
@@ -434,7 +565,11 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
     mux.handlePrefix(`/${e}/`, healthCheckHandler(e, health));
   }
   mux.handle('/version', versionHandler(config.versionInfo));
-  const handle = buildHandlerChain(routerHandler(mux), deps.chain);
+  const handle = buildHandlerChain(routerHandler(mux), {
+    ...deps.chain,
+    waitGroup,
+    ...(config.shutdownSendRetryAfter ? { notAcceptingNewRequests: () => notAcceptingNewRequests } : {}),
+  });
   const listener = new Listener(createSecureServer(deps.tls), handle);
   const abort = new AbortController();
   let starting: Promise<void> | undefined;
@@ -449,13 +584,17 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
       return listener.port ?? config.securePort;
     },
     caCert: deps.caCert,
+    get externalAddress() {
+      const host = config.externalHostname || config.advertiseAddress || hostname();
+      return `${isIPv6(host) ? `[${host}]` : host}:${server.port}`;
+    },
     mux,
     signal: abort.signal,
     handle,
     addHealthCheck: (name, check, opts) => health.add(name, check, opts),
     start() {
       if (stopping) return Promise.reject(new Error('the server was stopped; create a new one'));
-      starting ??= listener.listen(config.securePort, bindAddress).then(() => {
+      starting ??= listener.listen(config.securePort, bindAddress, config.permitPortSharing ?? false).then(() => {
         startedAt = Date.now();
         logger(`Serving securely on ${isIPv6(bindAddress) ? `[${bindAddress}]` : bindAddress}:${server.port}`);
       });
@@ -468,6 +607,11 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
         await starting.catch(() => undefined);
         if (!listener.listening) return;
         if ((config.shutdownDelayMs ?? 0) > 0) await sleep(config.shutdownDelayMs);
+        if (config.shutdownSendRetryAfter) {
+          // Keep listening, answering new requests 429, until in-flight non-long-running requests drain.
+          notAcceptingNewRequests = true;
+          await waitGroup.wait();
+        }
         abort.abort();
         await listener.close(config.shutdownTimeoutMs ?? 60_000);
       })();
@@ -522,10 +666,15 @@ class Listener {
     });
   }
 
-  listen(port: number, host: string): Promise<void> {
+  /**
+   * Binds. libuv sets SO_REUSEADDR on every Unix listener (so --permit-address-sharing needs nothing);
+   * `reusePort` (SO_REUSEPORT) exists from Node 22.12 / 23.1 and is checked at startup.
+   */
+  listen(port: number, host: string, reusePort: boolean): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(port, host, () => {
+      const options: ListenOptions & { reusePort?: boolean } = { port, host, ...(reusePort ? { reusePort: true } : {}) };
+      this.server.listen(options, () => {
         this.server.off('error', reject);
         this.port = (this.server.address() as AddressInfo).port;
         this.listening = true;

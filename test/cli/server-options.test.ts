@@ -62,6 +62,9 @@ const DOCUMENT_2_OPTIONS = [
 
 /** The options the brief marks as supported for now. */
 const SUPPORTED = [
+  'cors-allowed-origins', 'external-hostname', 'permit-address-sharing', 'permit-port-sharing', 'tls-sni-cert-key',
+  'tls-min-version', 'tls-cipher-suites', 'strict-transport-security-directives', 'shutdown-send-retry-after',
+  'http2-max-streams-per-connection', 'goaway-chance',
   'secure-port', 'bind-address', 'advertise-address', 'cert-dir', 'tls-cert-file', 'tls-private-key-file',
   'token-auth-file', 'client-ca-file', 'anonymous-auth', 'authorization-mode', 'kvstore-servers',
   'kvstore-servers-overrides', 'kvstore-cafile', 'kvstore-certfile', 'kvstore-keyfile', 'kvstore-prefix',
