@@ -1,0 +1,307 @@
+// The built-in process runtime: every container is a host process started by the launcher, as the
+// user identity.ts resolves. A sandbox is only a record and a log directory (no namespaces, no
+// cgroups: containers share the host's network, PID space and filesystem).
+//
+// The image field is ignored: it is required by validation, but this runtime runs the host's own
+// binaries (`command` + `args`), and reports the image name back unchanged with an empty imageID.
+//
+// State lives in memory: if the agent dies without shutdown(), its containers' processes (each the
+// leader of its own process group) keep running unsupervised and are not adopted by the next agent.
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { constants as osConstants } from 'node:os';
+import { dirname, isAbsolute, join } from 'node:path';
+import { CriLogWriter } from './crilog.js';
+import { resolveIdentity } from './identity.js';
+import { launch, signalGroup, type ContainerProcess } from './launcher.js';
+import {
+  RuntimeError,
+  type ContainerConfig,
+  type ContainerEvent,
+  type ContainerFilter,
+  type ContainerStatus,
+  type ContainerSummary,
+  type PodSandbox,
+  type PodSandboxConfig,
+  type Runtime,
+  type RuntimeVersion,
+  type SandboxFilter,
+} from './runtime.js';
+
+export const PROCESS_RUNTIME_NAME = 'orch';
+
+export interface ProcessRuntimeOptions {
+  /** Whether privileged containers (and with them root) may run; default false. */
+  allowPrivileged?: boolean;
+}
+
+interface SandboxRecord {
+  sandbox: PodSandbox;
+  config: PodSandboxConfig;
+}
+
+interface ContainerRecord {
+  status: ContainerStatus;
+  config: ContainerConfig;
+  sandboxConfig: PodSandboxConfig;
+  uid: number;
+  gid: number;
+  child?: ContainerProcess;
+  /** Resolves when the process has exited and its log is closed. */
+  exited?: Promise<void>;
+}
+
+const newId = (): string => randomBytes(32).toString('hex');
+
+export class ProcessRuntime implements Runtime {
+  private readonly sandboxes = new Map<string, SandboxRecord>();
+  private readonly containers = new Map<string, ContainerRecord>();
+  private readonly listeners = new Set<(e: ContainerEvent) => void>();
+  private closed = false;
+
+  constructor(private readonly options: ProcessRuntimeOptions = {}) {}
+
+  async version(): Promise<RuntimeVersion> {
+    return { runtimeName: PROCESS_RUNTIME_NAME, runtimeVersion: '0.1.0', runtimeApiVersion: 'v1' };
+  }
+
+  async runPodSandbox(config: PodSandboxConfig): Promise<string> {
+    this.checkOpen();
+    if (!isAbsolute(config.logDirectory)) throw new RuntimeError('InvalidState', `logDirectory must be absolute: ${config.logDirectory}`);
+    await mkdir(config.logDirectory, { recursive: true, mode: 0o750 });
+    const id = newId();
+    this.sandboxes.set(id, {
+      config: structuredClone(config),
+      sandbox: {
+        id,
+        metadata: { ...config.metadata },
+        state: 'SANDBOX_READY',
+        createdAt: new Date(),
+        labels: { ...(config.labels ?? {}) },
+        annotations: { ...(config.annotations ?? {}) },
+      },
+    });
+    return id;
+  }
+
+  async stopPodSandbox(id: string, gracePeriodSeconds = 0): Promise<void> {
+    const rec = this.sandboxRecord(id);
+    const running = [...this.containers.values()].filter((c) => c.status.podSandboxId === id);
+    await Promise.all(running.map((c) => this.stopContainer(c.status.id, gracePeriodSeconds)));
+    rec.sandbox.state = 'SANDBOX_NOTREADY';
+  }
+
+  async removePodSandbox(id: string): Promise<void> {
+    const rec = this.sandboxes.get(id);
+    if (!rec) return;
+    await this.stopPodSandbox(id, 0);
+    for (const c of [...this.containers.values()]) if (c.status.podSandboxId === id) await this.removeContainer(c.status.id);
+    this.sandboxes.delete(id);
+  }
+
+  async podSandboxStatus(id: string): Promise<PodSandbox> {
+    return structuredClone(this.sandboxRecord(id).sandbox);
+  }
+
+  async listPodSandbox(filter: SandboxFilter = {}): Promise<PodSandbox[]> {
+    return [...this.sandboxes.values()]
+      .map((r) => r.sandbox)
+      .filter((s) => (filter.id === undefined || s.id === filter.id) && (filter.state === undefined || s.state === filter.state))
+      .map((s) => structuredClone(s));
+  }
+
+  async createContainer(podSandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string> {
+    this.checkOpen();
+    const sandbox = this.sandboxRecord(podSandboxId);
+    if (sandbox.sandbox.state !== 'SANDBOX_READY') throw new RuntimeError('InvalidState', `sandbox ${podSandboxId} is not ready`);
+    const who = resolveIdentity(config.securityContext, this.options.allowPrivileged === true);
+    if (!who.ok) throw new RuntimeError('ConfigRefused', who.message);
+    if (config.command.length + config.args.length === 0) {
+      throw new RuntimeError('ConfigRefused', 'no command given: the process runtime ignores images, so command (or args) is required');
+    }
+    const logPath = join(sandboxConfig.logDirectory, config.logPath);
+    await mkdir(dirname(logPath), { recursive: true, mode: 0o750 });
+    const id = newId();
+    this.containers.set(id, {
+      config: structuredClone(config),
+      sandboxConfig: structuredClone(sandboxConfig),
+      uid: who.identity.uid,
+      gid: who.identity.gid,
+      status: {
+        id,
+        podSandboxId,
+        metadata: { ...config.metadata },
+        image: config.image,
+        state: 'CONTAINER_CREATED',
+        createdAt: new Date(),
+        labels: { ...(config.labels ?? {}) },
+        annotations: { ...(config.annotations ?? {}) },
+        logPath,
+      },
+    });
+    return id;
+  }
+
+  async startContainer(id: string): Promise<void> {
+    this.checkOpen();
+    const rec = this.containerRecord(id);
+    if (rec.status.state !== 'CONTAINER_CREATED') throw new RuntimeError('InvalidState', `container ${id} is ${rec.status.state}, not created`);
+    const log = new CriLogWriter(rec.status.logPath);
+    const { config, sandboxConfig } = rec;
+    const env: Record<string, string> = { HOSTNAME: sandboxConfig.hostname ?? sandboxConfig.metadata.name };
+    for (const kv of config.envs) env[kv.key] = kv.value;
+    let child: ContainerProcess;
+    try {
+      child = await launch({
+        argv: [...config.command, ...config.args],
+        env,
+        cwd: config.workingDir ?? '/',
+        identity: { uid: rec.uid, gid: rec.gid },
+      });
+    } catch (err) {
+      await log.close();
+      const now = new Date();
+      const message = err instanceof Error ? err.message : String(err);
+      Object.assign(rec.status, { state: 'CONTAINER_EXITED', startedAt: now, finishedAt: now, exitCode: 128, reason: 'StartError', message });
+      this.emit('CONTAINER_STOPPED_EVENT', rec);
+      throw new RuntimeError('StartFailed', message);
+    }
+    rec.child = child;
+    rec.status.state = 'CONTAINER_RUNNING';
+    rec.status.startedAt = new Date();
+    child.stdout.on('data', (chunk: Buffer) => log.write('stdout', chunk));
+    child.stderr.on('data', (chunk: Buffer) => log.write('stderr', chunk));
+    rec.exited = new Promise<void>((resolve) => {
+      child.once('exit', (code, signal) => {
+        // As when a PID namespace's init exits: whatever the main process left in its group dies too.
+        if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+        let done = false;
+        const finish = (): void => {
+          if (done) return;
+          done = true;
+          clearTimeout(drainTimer);
+          child.stdout.destroy();
+          child.stderr.destroy();
+          void log.close().then(() => {
+            const exitCode = code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
+            Object.assign(rec.status, {
+              state: 'CONTAINER_EXITED',
+              finishedAt: new Date(),
+              exitCode,
+              reason: exitCode === 0 ? 'Completed' : 'Error',
+            });
+            rec.child = undefined;
+            this.emit('CONTAINER_STOPPED_EVENT', rec);
+            resolve();
+          });
+        };
+        // Output still in the pipes is drained; a descendant that escaped the group cannot hold the exit back.
+        const drainTimer = setTimeout(finish, 2000);
+        child.once('close', finish);
+      });
+    });
+    this.emit('CONTAINER_STARTED_EVENT', rec);
+  }
+
+  async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
+    const rec = this.containerRecord(id);
+    if (rec.status.state === 'CONTAINER_CREATED') {
+      const now = new Date();
+      Object.assign(rec.status, { state: 'CONTAINER_EXITED', finishedAt: now, exitCode: 0, reason: 'Completed' });
+      return;
+    }
+    const child = rec.child;
+    if (!child || child.pid === undefined || rec.exited === undefined) return;
+    const pid = child.pid;
+    signalGroup(pid, 'SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const killed = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        signalGroup(pid, 'SIGKILL');
+        resolve();
+      }, Math.max(0, timeoutSeconds) * 1000);
+    });
+    await Promise.race([rec.exited, killed]);
+    clearTimeout(timer);
+    await rec.exited;
+    // The main process is gone; anything left in its group is killed with it (as a PID namespace would).
+    signalGroup(pid, 'SIGKILL');
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    const rec = this.containers.get(id);
+    if (!rec) return;
+    if (rec.status.state === 'CONTAINER_RUNNING') throw new RuntimeError('InvalidState', `container ${id} is running; stop it first`);
+    this.containers.delete(id);
+    await rm(rec.status.logPath, { force: true });
+    this.emit('CONTAINER_DELETED_EVENT', rec);
+  }
+
+  async listContainers(filter: ContainerFilter = {}): Promise<ContainerSummary[]> {
+    return [...this.containers.values()]
+      .map((r) => r.status)
+      .filter(
+        (s) =>
+          (filter.id === undefined || s.id === filter.id) &&
+          (filter.podSandboxId === undefined || s.podSandboxId === filter.podSandboxId) &&
+          (filter.state === undefined || s.state === filter.state),
+      )
+      .map((s) => ({
+        id: s.id,
+        podSandboxId: s.podSandboxId,
+        metadata: { ...s.metadata },
+        image: s.image,
+        state: s.state,
+        createdAt: s.createdAt,
+        labels: { ...s.labels },
+        annotations: { ...s.annotations },
+      }));
+  }
+
+  async containerStatus(id: string): Promise<ContainerStatus> {
+    return structuredClone(this.containerRecord(id).status);
+  }
+
+  onContainerEvent(listener: (event: ContainerEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async shutdown(gracePeriodSeconds = 30): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.containers.keys()].map((id) => this.stopContainer(id, gracePeriodSeconds)));
+    for (const rec of this.sandboxes.values()) rec.sandbox.state = 'SANDBOX_NOTREADY';
+  }
+
+  /** The pid of a running container's main process (for tests and diagnostics). */
+  pidOf(id: string): number | undefined {
+    return this.containers.get(id)?.child?.pid;
+  }
+
+  private emit(type: ContainerEvent['type'], rec: ContainerRecord): void {
+    const event: ContainerEvent = { type, containerId: rec.status.id, podSandboxId: rec.status.podSandboxId };
+    for (const l of this.listeners) {
+      try {
+        l(event);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new RuntimeError('InvalidState', 'the runtime is shut down');
+  }
+
+  private sandboxRecord(id: string): SandboxRecord {
+    const rec = this.sandboxes.get(id);
+    if (!rec) throw new RuntimeError('NotFound', `pod sandbox ${id} not found`);
+    return rec;
+  }
+
+  private containerRecord(id: string): ContainerRecord {
+    const rec = this.containers.get(id);
+    if (!rec) throw new RuntimeError('NotFound', `container ${id} not found`);
+    return rec;
+  }
+}
