@@ -336,6 +336,93 @@ const messageList: MessageDescriptor[] = [
     ],
   },
   {
+    name: 'core.v1.ConfigMap',
+    fields: [
+      field(1, 'metadata', 'meta.v1.ObjectMeta', 'omitempty'),
+      field(4, 'immutable', 'bool', 'pointer'),
+      field(2, 'data', 'string', 'omitempty', map),
+      field(3, 'binaryData', 'bytes', 'omitempty', map),
+    ],
+  },
+  {
+    name: 'core.v1.ConfigMapList',
+    fields: [
+      field(1, 'metadata', 'meta.v1.ListMeta', 'omitempty'),
+      field(2, 'items', 'core.v1.ConfigMap', 'always', rep),
+    ],
+  },
+  {
+    name: 'core.v1.Secret',
+    fields: [
+      field(1, 'metadata', 'meta.v1.ObjectMeta', 'omitempty'),
+      field(5, 'immutable', 'bool', 'pointer'),
+      field(2, 'data', 'bytes', 'omitempty', map),
+      field(4, 'stringData', 'string', 'omitempty', map),
+      field(3, 'type', 'string', 'omitempty'),
+    ],
+  },
+  {
+    name: 'core.v1.SecretList',
+    fields: [
+      field(1, 'metadata', 'meta.v1.ListMeta', 'omitempty'),
+      field(2, 'items', 'core.v1.Secret', 'always', rep),
+    ],
+  },
+  {
+    name: 'core.v1.ServiceAccount',
+    fields: [
+      field(1, 'metadata', 'meta.v1.ObjectMeta', 'omitempty'),
+      field(2, 'secrets', 'core.v1.ObjectReference', 'omitempty', rep),
+      field(3, 'imagePullSecrets', 'core.v1.LocalObjectReference', 'omitempty', rep),
+      field(4, 'automountServiceAccountToken', 'bool', 'pointer'),
+    ],
+  },
+  {
+    name: 'core.v1.ServiceAccountList',
+    fields: [
+      field(1, 'metadata', 'meta.v1.ListMeta', 'omitempty'),
+      field(2, 'items', 'core.v1.ServiceAccount', 'always', rep),
+    ],
+  },
+  {
+    name: 'core.v1.ObjectReference',
+    fields: [
+      field(1, 'kind', 'string', 'omitempty'),
+      field(2, 'namespace', 'string', 'omitempty'),
+      field(3, 'name', 'string', 'omitempty'),
+      field(4, 'uid', 'string', 'omitempty'),
+      field(5, 'apiVersion', 'string', 'omitempty'),
+      field(6, 'resourceVersion', 'string', 'omitempty'),
+      field(7, 'fieldPath', 'string', 'omitempty'),
+    ],
+  },
+  { name: 'core.v1.LocalObjectReference', fields: [field(1, 'name', 'string', 'omitempty')] },
+  // --- k8s.io/api/coordination/v1
+  {
+    name: 'coordination.v1.Lease',
+    fields: [
+      field(1, 'metadata', 'meta.v1.ObjectMeta', 'omitempty'),
+      field(2, 'spec', 'coordination.v1.LeaseSpec', 'omitempty'),
+    ],
+  },
+  {
+    name: 'coordination.v1.LeaseSpec',
+    fields: [
+      field(1, 'holderIdentity', 'string', 'pointer'),
+      field(2, 'leaseDurationSeconds', 'int32', 'pointer'),
+      field(3, 'acquireTime', MICRO_TIME, 'pointer'),
+      field(4, 'renewTime', MICRO_TIME, 'pointer'),
+      field(5, 'leaseTransitions', 'int32', 'pointer'),
+    ],
+  },
+  {
+    name: 'coordination.v1.LeaseList',
+    fields: [
+      field(1, 'metadata', 'meta.v1.ListMeta', 'omitempty'),
+      field(2, 'items', 'coordination.v1.Lease', 'always', rep),
+    ],
+  },
+  {
     name: 'core.v1.TypedObjectReference',
     fields: [
       field(1, 'apiGroup', 'string', 'pointer'),
@@ -358,6 +445,14 @@ export const PROTOBUF_KINDS: Readonly<Record<string, { message: string; apiVersi
     NamespaceList: { message: 'core.v1.NamespaceList', apiVersions: ['v1'] },
     PersistentVolumeClaim: { message: 'core.v1.PersistentVolumeClaim', apiVersions: ['v1'] },
     PersistentVolumeClaimList: { message: 'core.v1.PersistentVolumeClaimList', apiVersions: ['v1'] },
+    ConfigMap: { message: 'core.v1.ConfigMap', apiVersions: ['v1'] },
+    ConfigMapList: { message: 'core.v1.ConfigMapList', apiVersions: ['v1'] },
+    Secret: { message: 'core.v1.Secret', apiVersions: ['v1'] },
+    SecretList: { message: 'core.v1.SecretList', apiVersions: ['v1'] },
+    ServiceAccount: { message: 'core.v1.ServiceAccount', apiVersions: ['v1'] },
+    ServiceAccountList: { message: 'core.v1.ServiceAccountList', apiVersions: ['v1'] },
+    Lease: { message: 'coordination.v1.Lease', apiVersions: ['coordination.k8s.io/v1'] },
+    LeaseList: { message: 'coordination.v1.LeaseList', apiVersions: ['coordination.k8s.io/v1'] },
     // DeleteOptions and Status are registered in every group version (metav1.AddToGroupVersion) and in meta.k8s.io/v1.
     DeleteOptions: { message: 'meta.v1.DeleteOptions', apiVersions: null },
     Status: { message: 'meta.v1.Status', apiVersions: null },

@@ -644,8 +644,8 @@ describe('definitions', () => {
   it('holds the kinds, their lists and the shared types', () => {
     for (const k of BUILTIN_KINDS) {
       const def = ALL_DEFINITIONS[k.definition];
-      assert.deepEqual(def?.['x-kubernetes-group-version-kind'], [{ group: '', kind: k.kind, version: 'v1' }]);
-      assert.deepEqual(ALL_DEFINITIONS[k.listDefinition]?.['x-kubernetes-group-version-kind'], [{ group: '', kind: k.listKind, version: 'v1' }]);
+      assert.deepEqual(def?.['x-kubernetes-group-version-kind'], [{ group: k.group, kind: k.kind, version: k.version }]);
+      assert.deepEqual(ALL_DEFINITIONS[k.listDefinition]?.['x-kubernetes-group-version-kind'], [{ group: k.group, kind: k.listKind, version: k.version }]);
     }
     for (const name of [
       'ObjectMeta',

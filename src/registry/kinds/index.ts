@@ -4,11 +4,19 @@ import type { Definitions } from '../schema.js';
 import { META_DEFINITIONS } from '../definitions/meta.js';
 import { namespaceKind } from './namespace.js';
 import { pvcKind } from './pvc.js';
+import { configMapKind } from './configmap.js';
+import { secretKind } from './secret.js';
+import { serviceAccountKind } from './serviceaccount.js';
+import { leaseKind } from './lease.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
+export { configMapKind } from './configmap.js';
+export { secretKind } from './secret.js';
+export { serviceAccountKind } from './serviceaccount.js';
+export { leaseKind } from './lease.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
