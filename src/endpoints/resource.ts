@@ -16,7 +16,7 @@ import { PATCH_TYPES } from '../registry/patch.js';
 import { bodyFormat, contentType, readBody } from './body.js';
 import { getUser, type ApiRequest, type ApiResponse } from './http.js';
 import { parseBoolParam, type RequestInfo } from './requestinfo.js';
-import { PROTOBUF, setWarnings, writeBody, writeError, type MediaType, type Output } from './respond.js';
+import { PROTOBUF, setWarnings, writeBody, writeEncoded, writeError, type MediaType, type Output } from './respond.js';
 import { serveWatch } from './watchstream.js';
 import { negotiateOutput, transformObject, watchEventTransformer, type OutputNegotiation } from './table.js';
 import { applyPatch } from './patching.js';
@@ -56,8 +56,16 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
     const warnings: string[] = [];
     if (info.subresource === '' && !(decl.verbs ?? DEFAULT_VERBS).includes(info.verb)) throw methodNotAllowed(store, req.method ?? '');
     switch (info.verb) {
-      case 'get':
-        return writeConverted(res, await store.get(scope, info.name, query.get('resourceVersion') ?? undefined), decl, neg, includeObject, out, req.method);
+      case 'get': {
+        const rv = query.get('resourceVersion') ?? undefined;
+        if (neg.target === 'object' && out.mediaType === 'application/json' && !pretty) {
+          // Plain compact JSON: the stored bytes with the resourceVersion put in, when they allow it.
+          const got = await store.getJSON(scope, info.name, rv);
+          if (Buffer.isBuffer(got)) return writeEncoded(res, 200, got, out.mediaType, req.method);
+          return writeConverted(res, got, decl, neg, includeObject, out, req.method);
+        }
+        return writeConverted(res, await store.get(scope, info.name, rv), decl, neg, includeObject, out, req.method);
+      }
       case 'list':
         return writeConverted(res, await store.list(scope, listOptions(query)), decl, neg, includeObject, out, req.method);
       case 'watch': {
@@ -69,7 +77,8 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         scope.dryRun = dryRun(query, 'CreateOptions');
         checkFieldManager(query, 'CreateOptions');
         const obj = await decodeObject(req, decl, query, warnings, deps.registry.definitions, 'CreateOptions');
-        const created = await store.create(scope, obj, warnings);
+        // The decoded body is ours alone: the store may fill it in rather than copy it.
+        const created = await store.create(scope, obj, warnings, true);
         setWarnings(res, warnings);
         return writeBody(res, 201, created, out);
       }

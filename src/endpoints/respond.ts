@@ -82,9 +82,13 @@ export function setWarnings(res: ApiResponse, warnings: readonly string[]): void
 }
 
 export function writeBody(res: ApiResponse, code: number, value: unknown, out: Pick<Output, 'mediaType' | 'pretty'>, method = 'GET'): void {
-  const body = encode(value, out);
+  writeEncoded(res, code, encode(value, out), out.mediaType, method);
+}
+
+/** Answers with a body already encoded for `mediaType`. */
+export function writeEncoded(res: ApiResponse, code: number, body: string | Buffer, mediaType: MediaType, method = 'GET'): void {
   res.statusCode = code;
-  res.setHeader('Content-Type', out.mediaType);
+  res.setHeader('Content-Type', mediaType);
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Content-Length', Buffer.byteLength(body));
   if (method === 'HEAD') res.end();

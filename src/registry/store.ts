@@ -22,6 +22,7 @@ import {
 import { apiErrors, fromStorageError, isStatusError, type GroupResource } from './errors.js';
 import { apiVersionOf, type KObject, type KindDecl, type StrategyContext } from './kind.js';
 import { openWatch, type ApiWatch } from './watch.js';
+import { encodeWithResourceVersion } from './rawjson.js';
 import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
 
 /** What the caller knows about the request: who, where, and how. */
@@ -61,6 +62,12 @@ export interface StoreDeps {
   /** The time objects are stamped with; injectable for tests. */
   now?: () => Date;
 }
+
+/**
+ * Told of every write this store makes, just after storage acknowledges it and before the caller hears of
+ * it: the object as written (null when it is gone) and the revision of the write. Must not change the object.
+ */
+export type WriteObserver = (name: string, obj: KObject | null, revision: number) => void;
 
 export interface ListOptions {
   labelSelector?: LabelSelector;
@@ -116,6 +123,10 @@ export function generateName(base: string): string {
 export class ResourceStore {
   readonly gr: GroupResource;
   private readonly root: string;
+  private readonly observers = new Set<WriteObserver>();
+  /** now() as text, kept for the second it names. */
+  private nowSecond = NaN;
+  private nowText = '';
 
   constructor(
     readonly decl: KindDecl,
@@ -143,9 +154,25 @@ export class ResourceStore {
   }
 
   decode(kv: KeyValue, revision = kv.modRevision): KObject {
-    const obj = JSON.parse(Buffer.from(kv.value).toString('utf8')) as KObject;
-    obj.metadata = { ...(obj.metadata ?? {}), resourceVersion: String(revision) };
+    const obj = JSON.parse(utf8(kv.value)) as KObject;
+    // Stored objects carry no resourceVersion (encode drops it), so it lands last in metadata, as before.
+    const meta = obj.metadata;
+    if (meta && typeof meta === 'object' && !Array.isArray(meta) && !Object.hasOwn(meta, 'resourceVersion')) {
+      meta.resourceVersion = String(revision);
+    } else {
+      obj.metadata = { ...(meta ?? {}), resourceVersion: String(revision) };
+    }
     return obj;
+  }
+
+  /** Registers a WriteObserver; returns the function that removes it. */
+  observeWrites(observer: WriteObserver): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
+  }
+
+  private written(name: string, obj: KObject | null, revision: number): void {
+    for (const o of this.observers) o(name, obj, revision);
   }
 
   private ctx(scope: RequestScope, subresource = ''): StrategyContext {
@@ -158,8 +185,13 @@ export class ResourceStore {
   }
 
   private now(): string {
-    const d = this.deps.now?.() ?? new Date();
-    return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const ms = this.deps.now ? this.deps.now().getTime() : Date.now();
+    const second = Math.floor(ms / 1000);
+    if (second !== this.nowSecond) {
+      this.nowSecond = second;
+      this.nowText = new Date(second * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    }
+    return this.nowText;
   }
 
   private invalid(name: string, errs: FieldError[]) {
@@ -172,9 +204,12 @@ export class ResourceStore {
 
   // ---- create -----------------------------------------------------------------------------------------
 
-  /** Creates the object (Kubernetes' BeforeCreate, validation, admission, then the write). */
-  async create(scope: RequestScope, input: KObject, warnings: string[] = []): Promise<KObject> {
-    const obj = structuredClone(input);
+  /**
+   * Creates the object (Kubernetes' BeforeCreate, validation, admission, then the write). The input is
+   * copied first unless `owned` says the caller hands it over (it is then changed and returned).
+   */
+  async create(scope: RequestScope, input: KObject, warnings: string[] = [], owned = false): Promise<KObject> {
+    const obj = owned ? input : structuredClone(input);
     const meta = (obj.metadata ??= {});
     this.checkNamespace(scope, obj);
     const ctx = this.ctx(scope);
@@ -215,6 +250,7 @@ export class ResourceStore {
       try {
         const kv = await this.deps.kv.create(this.key(scope.namespace, meta.name!), this.encode(obj));
         meta.resourceVersion = String(kv.modRevision);
+        if (this.observers.size > 0) this.written(meta.name!, obj, kv.modRevision);
         return obj;
       } catch (err) {
         if (generated && err instanceof StorageError && err.code === 'KeyExists' && attempt < MAX_GENERATE_ATTEMPTS) {
@@ -242,12 +278,25 @@ export class ResourceStore {
   // ---- get --------------------------------------------------------------------------------------------
 
   async get(scope: RequestScope, name: string, resourceVersion?: string): Promise<KObject> {
+    return this.decode(await this.getKV(scope, name, resourceVersion));
+  }
+
+  /**
+   * The object as `get` gives it, already encoded as compact JSON (JSON.stringify's bytes and a final
+   * newline) when the stored text allows it without decoding; else the decoded object.
+   */
+  async getJSON(scope: RequestScope, name: string, resourceVersion?: string): Promise<Buffer | KObject> {
+    const kv = await this.getKV(scope, name, resourceVersion);
+    return encodeWithResourceVersion(kv.value, String(kv.modRevision)) ?? this.decode(kv);
+  }
+
+  private async getKV(scope: RequestScope, name: string, resourceVersion?: string): Promise<KeyValue> {
     const rv = parseResourceVersion(resourceVersion);
     if (rv > 0) await this.waitForRevision(rv);
     try {
       const { kv } = await this.deps.kv.get(this.key(scope.namespace, name));
       if (!kv) throw apiErrors.notFound(this.gr, name);
-      return this.decode(kv);
+      return kv;
     } catch (err) {
       throw this.translate(err, name);
     }
@@ -427,6 +476,7 @@ export class ResourceStore {
       if (obj.metadata?.deletionTimestamp && !(obj.metadata.finalizers?.length) && !this.heldBySpec(obj)) {
         try {
           const del = await this.deps.kv.delete(key, current!.modRevision);
+          if (this.observers.size > 0) this.written(name, null, del.revision);
           return { object: this.decode({ ...del.prevKv, value: this.encode(obj) }, del.revision), created: false };
         } catch (err) {
           if (err instanceof StorageError && err.code === 'Conflict' && requested === 0 && attempt < MAX_UPDATE_ATTEMPTS) continue;
@@ -436,6 +486,7 @@ export class ResourceStore {
       try {
         const kv = await this.deps.kv.update(key, this.encode(obj), current!.modRevision);
         obj.metadata!.resourceVersion = String(kv.modRevision);
+        if (this.observers.size > 0) this.written(name, obj, kv.modRevision);
         return { object: obj, created: false };
       } catch (err) {
         if (err instanceof StorageError && err.code === 'Conflict' && requested === 0 && attempt < MAX_UPDATE_ATTEMPTS) continue;
@@ -556,6 +607,7 @@ export class ResourceStore {
         try {
           const kv = await this.deps.kv.update(key, this.encode(marked), current.modRevision);
           marked.metadata!.resourceVersion = String(kv.modRevision);
+          if (this.observers.size > 0) this.written(name, marked, kv.modRevision);
           return { object: marked, deleted: false };
         } catch (err) {
           if (err instanceof StorageError && err.code === 'Conflict' && attempt < MAX_UPDATE_ATTEMPTS) continue;
@@ -565,6 +617,7 @@ export class ResourceStore {
       if (scope.dryRun) return { object: obj, deleted: true };
       try {
         const del = await this.deps.kv.delete(key, current.modRevision);
+        if (this.observers.size > 0) this.written(name, null, del.revision);
         return { object: this.decode(del.prevKv), deleted: true };
       } catch (err) {
         if (err instanceof StorageError && err.code === 'Conflict' && !pre?.resourceVersion && attempt < MAX_UPDATE_ATTEMPTS) continue;
@@ -614,6 +667,11 @@ export class ResourceStore {
     }
     return out;
   }
+}
+
+/** The text of stored bytes, without copying them first. */
+function utf8(v: Uint8Array): string {
+  return Buffer.isBuffer(v) ? v.toString('utf8') : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8');
 }
 
 /** apimachinery's ValidateListOptions for resourceVersionMatch. */

@@ -5,9 +5,9 @@
  */
 import { join } from 'node:path';
 import { StorageError, errors } from './errors.js';
+import type { EtcdOptions } from './etcd.js';
 import type { KV } from './interface.js';
 import { openSqlite } from './sqlite.js';
-import { openEtcd } from './etcd.js';
 
 export interface StorageConfig {
   /** --kvstore-servers; empty for the embedded store. */
@@ -82,6 +82,8 @@ export async function openStorage(cfg: StorageConfig): Promise<Storage> {
   const tls = { caFile: cfg.caFile, certFile: cfg.certFile, keyFile: cfg.keyFile };
   const overrides = cfg.serversOverrides.map(parseServersOverride);
   const opened: KV[] = [];
+  // The etcd client (and gRPC under it) is loaded only when etcd is used: it costs some 25 MiB of memory.
+  const openEtcd = async (opts: EtcdOptions): Promise<KV> => (await import('./etcd.js')).openEtcd(opts);
   try {
     const main =
       cfg.servers.length === 0

@@ -37,7 +37,10 @@ export interface SqliteOptions {
   path: string;
   /** How often expired leases are swept, in ms (default 500). */
   leaseSweepIntervalMs?: number;
-  /** Events kept in memory for watchers that are nearly caught up (default 10,000 events or 32 MiB). */
+  /**
+   * Events kept in memory for watchers that are nearly caught up (default 2,000 events or 4 MiB); a watcher
+   * further behind reads its events from the log.
+   */
   recentEvents?: number;
   recentEventBytes?: number;
 }
@@ -82,6 +85,15 @@ CREATE TABLE IF NOT EXISTS meta (
 ) WITHOUT ROWID;
 `;
 
+type WriteFn = () => { row: Row; prev: Row | undefined };
+type WriteOutcome = { row: Row; prev: Row | undefined } | { failed: unknown };
+
+interface PendingWrite {
+  fn: WriteFn;
+  resolve: (row: Row) => void;
+  reject: (err: unknown) => void;
+}
+
 const COLS = 'l.id, l.name, l.create_revision, l.prev_revision, l.version, l.deleted, l.lease, l.value';
 
 function toKV(r: Row): KeyValue {
@@ -108,6 +120,11 @@ class SqliteKV implements KV {
   private readonly events: EventLog;
   private readonly sweeper: NodeJS.Timeout;
   private readonly st;
+  private readonly tx;
+  /** Writes waiting for the next group commit, in call order. */
+  private queue: PendingWrite[] = [];
+  private flushScheduled = false;
+  private readonly flushQueued = () => this.flush();
 
   constructor(opts: SqliteOptions) {
     const memory = opts.path === ':memory:';
@@ -131,10 +148,11 @@ class SqliteKV implements KV {
       throw err;
     }
     this.st = this.prepare();
+    this.tx = this.transactions();
     const seq = this.db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'log'`).get() as { seq: number } | undefined;
     this.rev = seq?.seq ?? 0;
     this.compactRev = (this.st.getMeta.get('compact_revision') as { v: number } | undefined)?.v ?? 0;
-    this.events = new EventLog(opts.recentEvents ?? 10_000, opts.recentEventBytes ?? 32 * 1024 * 1024, this.rev);
+    this.events = new EventLog(opts.recentEvents ?? 2_000, opts.recentEventBytes ?? 4 * 1024 * 1024, this.rev);
     this.sweepLeases();
     this.sweeper = setInterval(() => this.sweepLeases(), opts.leaseSweepIntervalMs ?? 500);
     this.sweeper.unref();
@@ -189,6 +207,52 @@ class SqliteKV implements KV {
     };
   }
 
+  /** The transaction functions, built once: better-sqlite3 wraps each in BEGIN/COMMIT (SAVEPOINT when nested). */
+  private transactions() {
+    const db = this.db;
+    const st = this.st;
+    const step = db.transaction((fn: WriteFn) => fn());
+    return {
+      /** One write in its own transaction. */
+      one: db.transaction((fn: WriteFn) => fn()),
+      /**
+       * Several writes in one transaction, each in a savepoint of its own so that one write's failure (a
+       * KeyExists, a Conflict) undoes only that write. Revisions are taken in order, one per write that
+       * succeeds; `this.rev` moves only after the commit.
+       */
+      batch: db
+        .transaction((batch: PendingWrite[], out: WriteOutcome[]) => {
+          // append takes the next revision from this.rev: move it per write, and restore it until the commit.
+          const base = this.rev;
+          try {
+            for (let i = 0; i < batch.length; i++) {
+              try {
+                const r = step(batch[i]!.fn);
+                out.push(r);
+                this.rev = r.row.id;
+              } catch (err) {
+                // A failure that ended the transaction itself (an I/O error, not a write's own) fails the batch.
+                if (!db.inTransaction) throw err;
+                out.push({ failed: err });
+              }
+            }
+            return this.rev;
+          } finally {
+            this.rev = base;
+          }
+        }),
+      list: db.transaction((current: boolean, start: string, end: string, at: number, limit: number) => {
+        const rows = (current ? st.listCurrent.all(start, end, limit) : st.listAt.all(start, end, at, limit)) as Row[];
+        let remaining = 0;
+        if (limit > 0 && rows.length === limit) {
+          const total = (current ? st.countCurrent.get(start, end) : st.countAt.get(start, end, at)) as { n: number };
+          remaining = total.n - rows.length;
+        }
+        return { rows, remaining };
+      }),
+    };
+  }
+
   private check(): void {
     if (this.closed) throw errors.closed();
   }
@@ -220,21 +284,7 @@ class SqliteKV implements KV {
       start = opts.startKey;
     }
     const limit = opts.limit && opts.limit > 0 ? opts.limit : -1;
-    const current = at === this.rev;
-    const read = this.db.transaction(() => {
-      const rows = (current
-        ? this.st.listCurrent.all(start, end, limit)
-        : this.st.listAt.all(start, end, at, limit)) as Row[];
-      let remaining = 0;
-      if (limit > 0 && rows.length === limit) {
-        const total = (current
-          ? this.st.countCurrent.get(start, end)
-          : this.st.countAt.get(start, end, at)) as { n: number };
-        remaining = total.n - rows.length;
-      }
-      return { rows, remaining };
-    });
-    const { rows, remaining } = read();
+    const { rows, remaining } = this.tx.list(at === this.rev, start, end, at, limit);
     return { kvs: rows.map(toKV), revision: at, more: remaining > 0, remaining };
   }
 
@@ -272,22 +322,84 @@ class SqliteKV implements KV {
     return row;
   }
 
-  /** Runs a write transaction; on success moves the revision and tells the watchers. */
-  private write(fn: () => { row: Row; prev: Row | undefined }): Row {
+  /** Runs a write in a transaction of its own, now; on success moves the revision and tells the watchers. */
+  private writeNow(fn: WriteFn): Row {
     this.check();
-    const { row, prev } = this.db.transaction(fn).immediate();
-    this.rev = row.id;
+    const r = this.tx.one.immediate(fn);
+    this.rev = r.row.id;
+    this.publish(r);
+    return r.row;
+  }
+
+  private publish({ row, prev }: { row: Row; prev: Row | undefined }): void {
     const kv = toKV(row);
     const event: WatchEvent = row.deleted
       ? { type: 'delete', kv: { ...kv, value: Buffer.alloc(0) }, prevKv: toKV(prev!) }
       : { type: 'put', kv, prevKv: prev ? toKV(prev) : null };
     this.events.publish(event);
-    return row;
+  }
+
+  /**
+   * Queues a write for the next group commit: the writes called in one turn of the event loop share one
+   * transaction (one commit to the WAL), each still with a revision of its own and its own failure. The
+   * promise settles after the commit, so an acknowledged write is durable.
+   */
+  private write(fn: WriteFn): Promise<Row> {
+    this.check();
+    return new Promise<Row>((resolve, reject) => {
+      this.queue.push({ fn, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(this.flushQueued);
+      }
+    });
+  }
+
+  /** Commits the queued writes, then publishes their events and settles their promises, in order. */
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.queue;
+    if (batch.length === 0) return;
+    this.queue = [];
+    if (this.closed) {
+      for (const w of batch) w.reject(errors.closed());
+      return;
+    }
+    if (batch.length === 1) {
+      const w = batch[0]!;
+      let r: { row: Row; prev: Row | undefined };
+      try {
+        r = this.tx.one.immediate(w.fn);
+      } catch (err) {
+        w.reject(err);
+        return;
+      }
+      this.rev = r.row.id;
+      this.publish(r);
+      w.resolve(r.row);
+      return;
+    }
+    const out: WriteOutcome[] = [];
+    let last: number;
+    try {
+      last = this.tx.batch.immediate(batch, out);
+    } catch (err) {
+      // The transaction as a whole failed (its commit): none of the writes happened.
+      for (const w of batch) w.reject(err);
+      return;
+    }
+    this.rev = last;
+    for (const r of out) if ('row' in r) this.publish(r);
+    for (let i = 0; i < batch.length; i++) {
+      const r = out[i]!;
+      if ('row' in r) batch[i]!.resolve(r.row);
+      else batch[i]!.reject(r.failed);
+    }
   }
 
   async create(key: string, value: Uint8Array, opts?: PutOptions): Promise<KeyValue> {
     if (!key) throw errors.invalid('empty key');
-    const row = this.write(() => {
+    const row = await this.write(() => {
       if (this.currentRow(key)) throw errors.exists(key);
       const lease = this.checkLease(opts?.lease);
       return { row: this.append(key, asBuffer(value), undefined, false, lease), prev: undefined };
@@ -296,7 +408,7 @@ class SqliteKV implements KV {
   }
 
   async update(key: string, value: Uint8Array, expectedModRevision: number, opts?: PutOptions): Promise<KeyValue> {
-    const row = this.write(() => {
+    const row = await this.write(() => {
       const prev = this.currentRow(key);
       if (!prev) throw errors.notFound(key);
       if (prev.id !== expectedModRevision) throw errors.conflict(key, toKV(prev));
@@ -308,7 +420,7 @@ class SqliteKV implements KV {
 
   async delete(key: string, expectedModRevision?: number): Promise<DeleteResult> {
     let prevKv: KeyValue | undefined;
-    const row = this.write(() => {
+    const row = await this.write(() => {
       const prev = this.currentRow(key);
       if (!prev) throw errors.notFound(key);
       if (expectedModRevision !== undefined && prev.id !== expectedModRevision) throw errors.conflict(key, toKV(prev));
@@ -379,7 +491,7 @@ class SqliteKV implements KV {
       const keys = this.st.leaseKeys.all(id) as { name: string }[];
       for (const { name } of keys) {
         try {
-          this.write(() => {
+          this.writeNow(() => {
             const prev = this.currentRow(name);
             if (!prev || prev.lease !== id) throw errors.notFound(name);
             return { row: this.append(name, Buffer.alloc(0), prev, true, 0), prev };
@@ -401,6 +513,8 @@ class SqliteKV implements KV {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    // Writes already called are committed (and acknowledged) before the store closes.
+    this.flush();
     this.closed = true;
     clearInterval(this.sweeper);
     this.events.close();

@@ -67,6 +67,48 @@ describe('embedded store in a file: durability and size', () => {
     }
   });
 
+  it('commits writes called together as a group: one revision per write, each failure its own', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'orch-group-'));
+    const path = join(dir, 'state.db');
+    let kv = await openSqlite({ path });
+    try {
+      const a = await kv.create('/g/a', Buffer.from('a0'));
+      const r0 = await kv.currentRevision();
+      const watch = kv.watch('/g/', { prefix: true });
+      // All called in one turn: they share a commit, yet each gets its own revision or its own error.
+      const results = await Promise.allSettled([
+        kv.create('/g/b', Buffer.from('b')),
+        kv.create('/g/a', Buffer.from('dup')),
+        kv.update('/g/a', Buffer.from('a1'), a.modRevision),
+        kv.update('/g/a', Buffer.from('stale'), a.modRevision),
+        kv.create('/g/c', Buffer.from('c')),
+        kv.delete('/g/missing'),
+      ]);
+      const code = (r: PromiseSettledResult<unknown>) => (r.status === 'rejected' ? (r.reason as StorageError).code : 'ok');
+      assert.deepEqual(results.map(code), ['ok', 'KeyExists', 'ok', 'Conflict', 'ok', 'NotFound']);
+      const revs = results.flatMap((r) => (r.status === 'fulfilled' ? [(r.value as { modRevision: number }).modRevision] : []));
+      assert.deepEqual(revs, [r0 + 1, r0 + 2, r0 + 3]);
+      assert.equal(await kv.currentRevision(), r0 + 3);
+      const seen: string[] = [];
+      for await (const ev of watch) {
+        seen.push(`${ev.kv.modRevision} ${ev.kv.key} ${Buffer.from(ev.kv.value).toString()}`);
+        if (seen.length === 3) break;
+      }
+      assert.deepEqual(seen, [`${r0 + 1} /g/b b`, `${r0 + 2} /g/a a1`, `${r0 + 3} /g/c c`]);
+      // Writes called just before close are committed, and survive a reopen.
+      const last = kv.create('/g/d', Buffer.from('d'));
+      await kv.close();
+      assert.equal((await last).modRevision, r0 + 4);
+      kv = await openSqlite({ path });
+      assert.equal(await kv.currentRevision(), r0 + 4);
+      assert.equal(Buffer.from((await kv.get('/g/a')).kv!.value).toString(), 'a1');
+      assert.equal((await kv.get('/g/d')).kv!.modRevision, r0 + 4);
+    } finally {
+      await kv.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses a second opener of the same file while the first holds it', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'orch-lock-'));
     const path = join(dir, 'state.db');

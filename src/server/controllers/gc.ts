@@ -12,7 +12,7 @@ import { isStatusError } from '../../registry/errors.js';
 import type { KObject } from '../../registry/kind.js';
 import type { Registry } from '../../registry/registry.js';
 import type { ResourceStore } from '../../registry/store.js';
-import { runController, type Controller } from './runner.js';
+import { runController, subscribe, type Controller } from './runner.js';
 
 const SYSTEM = { name: 'system:serviceaccount:kube-system:generic-garbage-collector', groups: ['system:serviceaccounts'] };
 const ORPHAN = 'orphan';
@@ -149,28 +149,34 @@ export function startGarbageCollector(registry: Registry, log?: (m: string) => v
       }),
     );
   }
-  // An owner that disappears: sync the objects that referred to it.
-  const watches = registry.all().map((store) => store.watch({ namespace: '' }, {}));
-  for (const w of watches) {
-    void (async () => {
-      try {
-        for await (const ev of w) {
-          if (ev.type !== 'DELETED' || !ev.object.metadata?.uid) continue;
-          for (const d of await dependentsOf(registry, ev.object.metadata.uid)) {
-            await syncObject(registry, d.store, d.obj.metadata?.namespace ?? '', d.obj.metadata!.name!).catch((err: unknown) =>
-              log?.(`garbage collector: ${(err as Error).message}`),
-            );
-          }
-        }
-      } catch (err) {
-        log?.(`garbage collector: watch ended: ${(err as Error).message}`);
-      }
-    })();
-  }
+  // An owner that disappears: sync the objects that referred to it, one deleted owner of a kind after the other.
+  let stopped = false;
+  const ownerGone = async (uid: string): Promise<void> => {
+    if (stopped) return;
+    for (const d of await dependentsOf(registry, uid)) {
+      await syncObject(registry, d.store, d.obj.metadata?.namespace ?? '', d.obj.metadata!.name!).catch((err: unknown) =>
+        log?.(`garbage collector: ${(err as Error).message}`),
+      );
+    }
+  };
+  const unsubscribes = registry.all().map((store) => {
+    let pending: Promise<void> = Promise.resolve();
+    return subscribe(store, {
+      event(ev) {
+        const uid = ev.type === 'DELETED' ? ev.object.metadata?.uid : undefined;
+        if (!uid) return;
+        pending = pending.then(() => ownerGone(uid)).catch((err: unknown) => log?.(`garbage collector: ${(err as Error).message}`));
+      },
+      ended(err) {
+        if (err !== undefined) log?.(`garbage collector: watch ended: ${(err as Error).message}`);
+      },
+    });
+  });
   return {
     stop() {
+      stopped = true;
       for (const l of loops) l.stop();
-      for (const w of watches) w.close();
+      for (const u of unsubscribes) u();
     },
   };
 }

@@ -4,7 +4,60 @@
  * sync asks for it or fails.
  */
 import type { KObject } from '../../registry/kind.js';
-import type { ResourceStore } from '../../registry/store.js';
+import type { ResourceStore, WatchEvent } from '../../registry/store.js';
+
+/** What a subscriber to a kind's shared watch hears: each event, and the end of the watch (with its error). */
+export interface WatchSubscriber {
+  event(ev: WatchEvent): void;
+  ended?(err: unknown): void;
+}
+
+interface SharedWatch {
+  subscribers: Set<WatchSubscriber>;
+  started: boolean;
+  close(): void;
+}
+
+const shared = new WeakMap<ResourceStore, SharedWatch>();
+
+/**
+ * Subscribes to one watch of every object of the kind (all namespaces, from its current state), shared by
+ * the in-process controllers so that each event is read and decoded once. The event objects are shared
+ * between subscribers: they must not change them. Subscribers that join before the watch starts (in the
+ * same turn of the event loop) share it; a later one gets a watch of its own, with its own initial events.
+ * Returns the unsubscribe function; the watch closes when its last subscriber goes.
+ */
+export function subscribe(store: ResourceStore, sub: WatchSubscriber): () => void {
+  let group = shared.get(store);
+  if (!group || group.started) {
+    const g: SharedWatch = { subscribers: new Set(), started: false, close: () => {} };
+    group = g;
+    shared.set(store, g);
+    queueMicrotask(() => {
+      g.started = true;
+      if (g.subscribers.size === 0) return;
+      const watch = store.watch({ namespace: '' }, {});
+      g.close = () => watch.close();
+      void (async () => {
+        let failure: unknown;
+        try {
+          for await (const ev of watch) for (const s of g.subscribers) s.event(ev);
+        } catch (err) {
+          failure = err;
+        }
+        if (shared.get(store) === g) shared.delete(store);
+        for (const s of g.subscribers) s.ended?.(failure);
+      })();
+    });
+  }
+  const g = group;
+  g.subscribers.add(sub);
+  return () => {
+    if (!g.subscribers.delete(sub) || g.subscribers.size > 0) return;
+    if (shared.get(store) === g) shared.delete(store);
+    g.close();
+  };
+}
 
 export interface Controller {
   stop(): void;
@@ -60,22 +113,20 @@ export function runController(spec: ControllerSpec): Controller {
       });
   };
 
-  const watch = spec.store.watch({ namespace: '' }, {});
-  void (async () => {
-    try {
-      for await (const ev of watch) {
-        if (ev.type !== 'ADDED' && ev.type !== 'MODIFIED') continue;
-        if (spec.wants(ev.object)) enqueue(`${ev.object.metadata?.namespace ?? ''}/${ev.object.metadata?.name ?? ''}`);
-      }
-    } catch (err) {
-      if (!stopped) log(`${spec.name}: watch ended: ${(err as Error).message}`);
-    }
-  })();
+  const unsubscribe = subscribe(spec.store, {
+    event(ev) {
+      if (ev.type !== 'ADDED' && ev.type !== 'MODIFIED') return;
+      if (spec.wants(ev.object)) enqueue(`${ev.object.metadata?.namespace ?? ''}/${ev.object.metadata?.name ?? ''}`);
+    },
+    ended(err) {
+      if (err !== undefined && !stopped) log(`${spec.name}: watch ended: ${(err as Error).message}`);
+    },
+  });
 
   return {
     stop() {
       stopped = true;
-      watch.close();
+      unsubscribe();
       for (const t of retries.values()) clearTimeout(t);
     },
   };
