@@ -11,7 +11,8 @@ import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, ListOptions, RequestScope, ResourceStore, WatchOptions } from '../registry/store.js';
 import { tryParseSelector } from '../util/fields.js';
 import { tryParse as tryParseLabels } from '../util/labels.js';
-import { notSupported, required, root, validateFieldManager, type FieldError } from '../util/validation.js';
+import { forbidden, notSupported, required, root, validateFieldManager, type FieldError } from '../util/validation.js';
+import { applyObject } from '../registry/apply.js';
 import { PATCH_TYPES } from '../registry/patch.js';
 import { bodyFormat, contentType, readBody } from './body.js';
 import { getUser, type ApiRequest, type ApiResponse } from './http.js';
@@ -54,6 +55,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
     if (!decl.namespaced && info.parts.length > 0 && info.namespace !== '' && info.resource !== 'namespaces') throw notFoundPath();
     if (info.subresource !== '' && !(decl.subresources && info.subresource in decl.subresources)) throw notFoundPath();
     const warnings: string[] = [];
+    scope.fieldManager = query.get('fieldManager') || managerFromUserAgent(header(req, 'user-agent'));
     if (info.subresource === '' && !(decl.verbs ?? DEFAULT_VERBS).includes(info.verb)) throw methodNotAllowed(store, req.method ?? '');
     switch (info.verb) {
       case 'get': {
@@ -98,8 +100,17 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         if (type === 'application/apply-patch+yaml' && !query.get('fieldManager')) {
           throw invalidOptions('PatchOptions', [required(root('fieldManager'), 'is required for apply patch')]);
         }
+        const force = boolParam(query, 'force');
+        if (force !== undefined && type !== 'application/apply-patch+yaml') {
+          throw invalidOptions('PatchOptions', [forbidden(root('force'), 'may not be specified for non-apply patch')]);
+        }
         const directive = fieldValidationDirective(query.get('fieldValidation') ?? undefined, 'PatchOptions');
         const body = await readBody(req);
+        if (type === 'application/apply-patch+yaml') {
+          const result = await serverSideApply(store, scope, info.name, info.subresource, body, force ?? false, deps.registry.definitions, warnings);
+          setWarnings(res, warnings);
+          return writeBody(res, result.created ? 201 : 200, result.object, out);
+        }
         const result = await store.update(
           scope,
           info.name,
@@ -136,6 +147,59 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
   } catch (err) {
     writeError(res, err, out, deps.log);
   }
+}
+
+/** The manager of a write without fieldManager: the user agent up to its first '/', as Kubernetes. */
+function managerFromUserAgent(ua: string | undefined): string {
+  return (ua ?? '').split('/')[0]!.slice(0, 128);
+}
+
+/** PATCH with application/apply-patch+yaml: the structured merge of the applied configuration. */
+async function serverSideApply(
+  store: ResourceStore,
+  scope: RequestScope,
+  name: string,
+  subresource: string,
+  body: Buffer,
+  force: boolean,
+  defs: Definitions,
+  warnings: string[],
+): Promise<{ object: KObject; created: boolean }> {
+  const decl = store.decl;
+  const parsed = parseBody(body, 'yaml', decl.kind);
+  if (parsed.value === null || typeof parsed.value !== 'object' || Array.isArray(parsed.value)) {
+    throw apiErrors.badRequest('error decoding YAML: the applied configuration must be an object');
+  }
+  const applied = parsed.value as KObject;
+  if (applied.metadata?.name !== undefined && applied.metadata.name !== name) {
+    throw apiErrors.badRequest(`the name of the object (${String(applied.metadata.name)}) does not match the name on the URL (${name})`);
+  }
+  const manager = scope.fieldManager!;
+  return store.update(
+    { ...scope, applied: true },
+    name,
+    (current) => {
+      const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+      const result = applyObject(
+        current,
+        applied,
+        manager,
+        force,
+        current?.metadata?.managedFields,
+        { $ref: REF_PREFIX + decl.definition },
+        defs,
+        apiVersionOf(decl),
+        subresource,
+        now,
+        { kind: decl.kind, ignored: store.ignoredFields(subresource) },
+      );
+      const obj = result.object as KObject;
+      if (!obj.metadata?.name) (obj.metadata ??= {}).name = name;
+      return obj;
+    },
+    { subresource, forceAllowCreate: subresource === '' },
+    warnings,
+  );
 }
 
 function header(req: ApiRequest, name: string): string | undefined {

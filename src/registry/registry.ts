@@ -30,6 +30,7 @@ export class Registry {
         kv,
         prefix: cfg.storage.prefix,
         featureGates: cfg.featureGates,
+        definitions: this.definitions,
         ...(cfg.admission ? { admission: cfg.admission } : {}),
         ...(cfg.now ? { now: cfg.now } : {}),
       });

@@ -22,6 +22,8 @@ import {
 import { apiErrors, fromStorageError, isStatusError, type GroupResource } from './errors.js';
 import { apiVersionOf, type KObject, type KindDecl, type StrategyContext } from './kind.js';
 import { openWatch, type ApiWatch } from './watch.js';
+import { FieldSet, pe, trackUpdate } from './managedfields.js';
+import { REF_PREFIX, type Definitions } from './schema.js';
 import { encodeWithResourceVersion } from './rawjson.js';
 import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
 
@@ -31,6 +33,13 @@ export interface RequestScope {
   namespace: string;
   user?: { name: string; uid?: string; groups: string[] };
   dryRun?: boolean;
+  /**
+   * The field manager writes are recorded under in metadata.managedFields (the fieldManager parameter, or
+   * the user agent's first word). Absent: managedFields are left as they are.
+   */
+  fieldManager?: string;
+  /** The object already carries the managedFields of a server-side apply: record nothing more. */
+  applied?: boolean;
 }
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE';
@@ -61,6 +70,8 @@ export interface StoreDeps {
   admission?: Admission;
   /** The time objects are stamped with; injectable for tests. */
   now?: () => Date;
+  /** Every schema (for managedFields tracking); without it managedFields are not recorded. */
+  definitions?: Definitions;
 }
 
 /**
@@ -244,6 +255,7 @@ export class ResourceStore {
     if (errs.length > 0) throw this.invalid(meta.name ?? '', errs);
     warnings.push(...(this.decl.strategy.warningsOnCreate?.(obj, ctx) ?? []));
     this.decl.strategy.canonicalize?.(obj);
+    this.trackFields(scope, null, obj, '');
     await admission?.validate?.(attrs());
     if (scope.dryRun) return obj;
     for (let attempt = 1; ; attempt++) {
@@ -558,8 +570,32 @@ export class ResourceStore {
     if (errs.length > 0) throw this.invalid(name, errs);
     warnings.push(...((sub ? sub.warningsOnUpdate?.(obj, old, ctx) : this.decl.strategy.warningsOnUpdate?.(obj, old, ctx)) ?? []));
     this.decl.strategy.canonicalize?.(obj);
+    this.trackFields(scope, old, obj, subresource);
     await this.deps.admission?.validate?.(attrs());
     return obj;
+  }
+
+  /** Fields a write through this endpoint may not set: never recorded as owned. */
+  ignoredFields(subresource: string): FieldSet {
+    return subresource === '' ? FieldSet.of([pe.field('status')]) : FieldSet.of([pe.field('spec')]);
+  }
+
+  /** Records an Update (create, replace, patch) in metadata.managedFields, as Kubernetes' field manager. */
+  private trackFields(scope: RequestScope, old: KObject | null, obj: KObject, subresource: string): void {
+    const defs = this.deps.definitions;
+    if (scope.fieldManager === undefined || scope.applied || !defs) return;
+    const entries = trackUpdate(old, obj, {
+      manager: scope.fieldManager,
+      subresource,
+      apiVersion: apiVersionOf(this.decl),
+      time: this.now(),
+      schema: { $ref: REF_PREFIX + this.decl.definition },
+      defs,
+      ignored: this.ignoredFields(subresource),
+    });
+    const meta = (obj.metadata ??= {});
+    if (entries && entries.length > 0) meta.managedFields = entries;
+    else delete meta.managedFields;
   }
 
   // ---- delete -----------------------------------------------------------------------------------------
