@@ -1,6 +1,5 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { META_DEFINITIONS, OBJECT_META_REF } from '../../src/registry/definitions/meta.js';
 import {
   ANCIENT_CHANGES,
   FieldSet,
@@ -23,67 +22,8 @@ import {
   type Managed,
   type Path,
 } from '../../src/registry/managedfields.js';
-import { ref, type Definitions, type Schema } from '../../src/registry/schema.js';
 
-// A pod-like kind: containers keyed by name, ports keyed by containerPort+protocol (protocol defaults to
-// TCP), a set of finalizers (ObjectMeta), an atomic list (args), a granular map (labels, nodeSelector) and
-// an atomic map (selector).
-const DEFS: Definitions = {
-  ...META_DEFINITIONS,
-  'test.Pod': {
-    type: 'object',
-    properties: {
-      apiVersion: { type: 'string' },
-      kind: { type: 'string' },
-      metadata: OBJECT_META_REF,
-      spec: ref('test.PodSpec'),
-      status: { type: 'object', properties: { phase: { type: 'string' } } },
-    },
-  },
-  'test.PodSpec': {
-    type: 'object',
-    properties: {
-      containers: {
-        type: 'array',
-        items: ref('test.Container'),
-        'x-kubernetes-patch-strategy': 'merge',
-        'x-kubernetes-patch-merge-key': 'name',
-      },
-      replicas: { type: 'integer', format: 'int32' },
-      paused: { type: 'boolean' },
-      nodeSelector: { type: 'object', additionalProperties: { type: 'string' } },
-      selector: { type: 'object', additionalProperties: { type: 'string' }, 'x-kubernetes-map-type': 'atomic' },
-      tags: { type: 'array', items: { type: 'string' }, 'x-kubernetes-list-type': 'set' },
-    },
-  },
-  'test.Container': {
-    type: 'object',
-    required: ['name'],
-    properties: {
-      name: { type: 'string' },
-      image: { type: 'string' },
-      args: { type: 'array', items: { type: 'string' } },
-      ports: {
-        type: 'array',
-        items: ref('test.ContainerPort'),
-        'x-kubernetes-list-type': 'map',
-        'x-kubernetes-list-map-keys': ['containerPort', 'protocol'],
-        'x-kubernetes-patch-strategy': 'merge',
-        'x-kubernetes-patch-merge-key': 'containerPort',
-      },
-    },
-  },
-  'test.ContainerPort': {
-    type: 'object',
-    required: ['containerPort'],
-    properties: {
-      containerPort: { type: 'integer', format: 'int32' },
-      protocol: { type: 'string', default: 'TCP' },
-      name: { type: 'string' },
-    },
-  },
-};
-const POD: Schema = ref('test.Pod');
+import { DEFS, POD } from './fixtures/pod-schema.js';
 
 const F = (...names: string[]): Path => names.map((n) => pe.field(n));
 const json = (v: unknown) => JSON.stringify(v);
