@@ -14,12 +14,30 @@
  *
  * Objects are plain JSON. Everything here is pure.
  */
-import { compareBytes, goFloat, goQuote } from '../util/validation.js';
+import { compareBytes as compareUtf8, goFloat, goQuote } from '../util/validation.js';
 import { REF_PREFIX, resolveSchema, type Definitions, type Schema } from './schema.js';
 
 // ---------------------------------------------------------------------------
 // JSON values as structured-merge-diff sees them (value/value.go)
 // ---------------------------------------------------------------------------
+
+/**
+ * Compares strings by their UTF-8 bytes, as Go does (-1, 0, 1), without encoding them: below the
+ * surrogates, UTF-16 code unit order is code point order and so UTF-8 byte order; strings that first
+ * differ at a surrogate or above take the encoding comparison.
+ */
+function compareBytes(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = a.length < b.length ? a.length : b.length;
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x < 0xd800 && y < 0xd800) return x < y ? -1 : 1;
+    return compareUtf8(a, b);
+  }
+  return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
+}
 
 export type JsonObject = Record<string, unknown>;
 
@@ -677,10 +695,27 @@ function listRelationship(field: Schema, resolved: Schema): { atomic: boolean; k
   return { atomic: true, keys: [] };
 }
 
-/** The structured-merge-diff atom of a field's schema. */
+/** Resolved atoms per definitions and schema node: schemas are not changed once registered. */
+const atomCache = new WeakMap<Definitions, WeakMap<Schema, Atom>>();
+
+/** The structured-merge-diff atom of a field's schema (computed once per schema node and definitions). */
 export function atomOf(field: Schema, defs: Definitions): Atom {
   if (field === DEDUCED) return DEDUCED_ATOM;
   if (field === UNTYPED_ATOMIC) return UNTYPED_ATOMIC_ATOM;
+  let perDefs = atomCache.get(defs);
+  if (perDefs === undefined) {
+    perDefs = new WeakMap();
+    atomCache.set(defs, perDefs);
+  }
+  let atom = perDefs.get(field);
+  if (atom === undefined) {
+    atom = computeAtom(field, defs);
+    perDefs.set(field, atom);
+  }
+  return atom;
+}
+
+function computeAtom(field: Schema, defs: Definitions): Atom {
   const r = resolveSchema(defs, field);
   if (field['x-kubernetes-int-or-string'] || r['x-kubernetes-int-or-string']) return { scalar: 'untyped' };
   if (refName(defs, field) === QUANTITY) return { scalar: 'untyped' };
@@ -1463,6 +1498,18 @@ export function recordUpdate(
   return managed;
 }
 
+const refSchemas = new Map<string, Schema>();
+
+/** `{ $ref: '#/definitions/<name>' }`, one object per name, so that resolved atoms are cached across calls. */
+export function refSchema(definition: string): Schema {
+  let s = refSchemas.get(definition);
+  if (s === undefined) {
+    s = Object.freeze({ $ref: REF_PREFIX + definition });
+    refSchemas.set(definition, s);
+  }
+  return s;
+}
+
 /** Options of trackUpdate. */
 export interface UpdateTracking {
   /** The field manager (query parameter fieldManager, or the user agent's first word). */
@@ -1506,6 +1553,113 @@ export function trackUpdate(live: JsonObject | null, updated: JsonObject, opts: 
   const newMeta = isJsonObject(updated['metadata']) ? updated['metadata'] : {};
   const managed = managedForUpdate(liveMeta['managedFields'], newMeta['managedFields'], opts.subresource !== '');
   if (managed.fields.size === 0 && live !== null && uidOf(live) !== '') return undefined;
+  if (live === null && managed.fields.size === 0 && (opts.emptyObject === undefined || isEmptyObject(opts.emptyObject))) {
+    const set = createdFieldSet(updated, opts.schema, opts.defs, opts.ignored);
+    if (set !== null) {
+      if (set.empty()) return undefined;
+      const id = managerIdentifier({ manager: opts.manager || 'unknown', operation: 'Update', apiVersion: opts.apiVersion, subresource: opts.subresource });
+      managed.fields.set(id, { set, apiVersion: opts.apiVersion, applied: false });
+      managed.times.set(id, opts.time);
+      return encodeManagedFields(managed);
+    }
+  }
+  return trackUpdateGeneral(live, updated, managed, opts);
+}
+
+/** trackUpdate without the create fast path (the reference the fast path must agree with). */
+export function trackUpdateSlow(live: JsonObject | null, updated: JsonObject, opts: UpdateTracking): JsonObject[] | undefined {
+  const liveMeta = live && isJsonObject(live['metadata']) ? live['metadata'] : {};
+  const newMeta = isJsonObject(updated['metadata']) ? updated['metadata'] : {};
+  const managed = managedForUpdate(liveMeta['managedFields'], newMeta['managedFields'], opts.subresource !== '');
+  if (managed.fields.size === 0 && live !== null && uidOf(live) !== '') return undefined;
+  return trackUpdateGeneral(live, updated, managed, opts);
+}
+
+function isEmptyObject(o: JsonObject): boolean {
+  for (const k in o) if (hasOwn(o, k)) return false;
+  return true;
+}
+
+/**
+ * The fields a create records, without a diff: compared with an empty object, every path of the new
+ * object that typed.Compare visits is added (leaves, and containers as a whole), nothing is modified or
+ * removed. Built bottom-up in path element order, leaving out metadata.managedFields, the ignored fields
+ * (recursively, as Comparison.ExcludeFields) and the fields stripMeta drops (non-recursively), so the set
+ * equals the one the Update chain computes. Null when the object's root is not a granular map (the
+ * general path then handles it).
+ */
+function createdFieldSet(obj: JsonObject, schema: Schema, defs: Definitions, ignored: FieldSet | undefined): FieldSet | null {
+  const a = deduceAtom(atomOf(schema, defs), obj);
+  if (!a.map || a.map.atomic) return null;
+  const out = new FieldSet();
+  if (Object.keys(obj).length === 0) return out;
+  buildMapFields(out, obj, a.map, defs, ignored, STRIPPED_FIELDS, true);
+  return out;
+}
+
+/** The child set of `e` with the ignored and stripped subsets below it; attached to `parent` when not empty. */
+function buildChild(
+  v: unknown,
+  type: Schema,
+  defs: Definitions,
+  ig: FieldSet | undefined,
+  st: FieldSet | undefined,
+): FieldSet | undefined {
+  const a = deduceAtom(atomOf(type, defs), v);
+  if (a.map) {
+    if (a.map.atomic || !isJsonObject(v) || isEmptyObject(v)) return undefined;
+    const s = new FieldSet();
+    buildMapFields(s, v, a.map, defs, ig, st, false);
+    return s;
+  }
+  if (a.scalar) return undefined;
+  if (a.list) {
+    if (a.list.atomic || !Array.isArray(v) || v.length === 0) return undefined;
+    const list = a.list;
+    const L = indexList(list, v, defs);
+    const order = L.order.slice().sort(comparePathElements);
+    const s = new FieldSet();
+    for (const e of order) {
+      if (ig?.hasMember(e)) continue;
+      const item = L.items.get(peId(e))?.item;
+      if (!st?.hasMember(e)) s.members.push(e);
+      const sub = buildChild(item, list.elem, defs, ig?.child(e), st?.child(e));
+      if (sub !== undefined && !sub.empty()) s.children.push({ pe: e, set: sub });
+    }
+    return s;
+  }
+  return undefined;
+}
+
+function buildMapFields(
+  s: FieldSet,
+  v: JsonObject,
+  m: NonNullable<Atom['map']>,
+  defs: Definitions,
+  ig: FieldSet | undefined,
+  st: FieldSet | undefined,
+  root: boolean,
+): void {
+  const keys = Object.keys(v).sort(compareBytes);
+  for (const key of keys) {
+    const val = v[key];
+    if (val === undefined) continue;
+    const e: PathElement = { field: key };
+    if (ig?.hasMember(e)) continue;
+    let sub: FieldSet | undefined;
+    if (root && key === 'metadata' && isJsonObject(val) && hasOwn(val, 'managedFields')) {
+      const meta = { ...val };
+      delete meta['managedFields'];
+      sub = buildChild(meta, mapFieldType(m, key) ?? UNTYPED_ATOMIC, defs, ig?.child(e), st?.child(e));
+    } else {
+      sub = buildChild(val, mapFieldType(m, key) ?? UNTYPED_ATOMIC, defs, ig?.child(e), st?.child(e));
+    }
+    if (!st?.hasMember(e)) s.members.push(e);
+    if (sub !== undefined && !sub.empty()) s.children.push({ pe: e, set: sub });
+  }
+}
+
+function trackUpdateGeneral(live: JsonObject | null, updated: JsonObject, managed: Managed, opts: UpdateTracking): JsonObject[] | undefined {
   const before = withoutManagedFields(live ?? opts.emptyObject ?? {});
   const after = withoutManagedFields(updated);
   const changed = excludeFields(diffOwnedChanged(before, after, opts.schema, opts.defs), opts.ignored);

@@ -22,8 +22,8 @@ import {
 import { apiErrors, fromStorageError, isStatusError, type GroupResource } from './errors.js';
 import { apiVersionOf, type KObject, type KindDecl, type StrategyContext } from './kind.js';
 import { openWatch, type ApiWatch } from './watch.js';
-import { FieldSet, pe, trackUpdate } from './managedfields.js';
-import { REF_PREFIX, type Definitions } from './schema.js';
+import { FieldSet, pe, refSchema, trackUpdate } from './managedfields.js';
+import type { Definitions } from './schema.js';
 import { encodeWithResourceVersion } from './rawjson.js';
 import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
 
@@ -589,7 +589,7 @@ export class ResourceStore {
       subresource,
       apiVersion: apiVersionOf(this.decl),
       time: this.now(),
-      schema: { $ref: REF_PREFIX + this.decl.definition },
+      schema: refSchema(this.decl.definition),
       defs,
       ignored: this.ignoredFields(subresource),
     });

@@ -1,0 +1,75 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { FieldSet, pe, trackUpdate, trackUpdateSlow, type JsonObject, type UpdateTracking } from '../../src/registry/managedfields.js';
+import { ALL_DEFINITIONS, BUILTIN_KINDS } from '../../src/registry/kinds/index.js';
+import { REF_PREFIX } from '../../src/registry/schema.js';
+
+import { DEFS, POD } from './fixtures/pod-schema.js';
+
+const opts: UpdateTracking = { manager: 'kubectl', subresource: '', apiVersion: 'v1', time: '2024-01-01T00:00:00Z', schema: POD, defs: DEFS };
+
+const pods: JsonObject[] = [
+  { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default' } },
+  {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: 'default', uid: 'u', labels: { b: '1', a: '2', 'é': '3', '\u{1F600}': '4', '\uffff': '5' }, annotations: {} },
+    spec: {
+      containers: [
+        { name: 'b', image: 'x', args: ['1', '2'], ports: [{ containerPort: 80 }, { containerPort: 80, protocol: 'UDP' }, { containerPort: 80 }] },
+        { name: 'a', ports: [] },
+        { name: 'b', image: 'duplicate' },
+        { image: 'no key' },
+      ],
+      replicas: 3,
+      paused: false,
+      nodeSelector: { zone: 'z', disk: 'ssd' },
+      selector: { app: 'x' },
+      tags: ['y', 'x', 'y'],
+      unknown: { deep: { x: 1 } },
+    },
+    status: { phase: 'Running' },
+  },
+  { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', managedFields: [] }, spec: {} },
+  { apiVersion: 'v1', kind: 'Pod', metadata: { managedFields: [{ manager: 'bad' }] }, spec: { replicas: 'not a number', nodeSelector: 'x' } },
+  { metadata: 'not an object', spec: [1, 2] },
+  { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', labels: { a: undefined } }, spec: { containers: undefined, tags: [] } },
+  {},
+];
+
+void describe('trackUpdate create fast path', () => {
+  it('gives the managedFields of the general path', () => {
+    const variants: Partial<UpdateTracking>[] = [
+      {},
+      { ignored: FieldSet.of([pe.field('status')]) },
+      { ignored: FieldSet.of([pe.field('spec')]), subresource: 'status' },
+      { ignored: FieldSet.of([pe.field('spec'), pe.field('nodeSelector')], [pe.field('metadata'), pe.field('labels')]) },
+      { manager: '' },
+      { emptyObject: {} },
+    ];
+    for (const obj of pods) {
+      for (const v of variants) {
+        const o = { ...opts, ...v };
+        const fast = trackUpdate(null, structuredClone(obj), o);
+        const slow = trackUpdateSlow(null, structuredClone(obj), o);
+        assert.equal(JSON.stringify(fast), JSON.stringify(slow), JSON.stringify({ obj, v }));
+      }
+    }
+  });
+
+  it('gives the managedFields of the general path for the built-in kinds', () => {
+    const pvc = BUILTIN_KINDS.find((k) => k.kind === 'PersistentVolumeClaim');
+    assert.ok(pvc);
+    const obj: JsonObject = {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'c', namespace: 'n', uid: 'u', labels: { app: 'bench', tier: 'db' }, annotations: { 'bench.orch.io/owner': 'api-bench' } },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'standard', volumeMode: 'Filesystem' },
+      status: { phase: 'Pending' },
+    };
+    const o: UpdateTracking = { ...opts, schema: { $ref: REF_PREFIX + pvc.definition }, defs: ALL_DEFINITIONS, ignored: FieldSet.of([pe.field('status')]) };
+    const fast = trackUpdate(null, structuredClone(obj), o);
+    assert.ok(fast && fast.length === 1);
+    assert.equal(JSON.stringify(fast), JSON.stringify(trackUpdateSlow(null, structuredClone(obj), o)));
+  });
+});
