@@ -397,6 +397,123 @@ const messageList: MessageDescriptor[] = [
     ],
   },
   { name: 'core.v1.LocalObjectReference', fields: [field(1, 'name', 'string', 'omitempty')] },
+  // Node (core/v1): NodeSpec's fields in Go order (podCIDR=1, podCIDRs=7, ..., externalID=2).
+  {
+    name: 'core.v1.Node',
+    fields: [
+      field(1, 'metadata', 'meta.v1.ObjectMeta', 'omitempty'),
+      field(2, 'spec', 'core.v1.NodeSpec', 'omitempty'),
+      field(3, 'status', 'core.v1.NodeStatus', 'omitempty'),
+    ],
+  },
+  {
+    name: 'core.v1.NodeList',
+    fields: [
+      field(1, 'metadata', 'meta.v1.ListMeta', 'omitempty'),
+      field(2, 'items', 'core.v1.Node', 'always', rep),
+    ],
+  },
+  {
+    name: 'core.v1.NodeSpec',
+    fields: [
+      field(1, 'podCIDR', 'string', 'omitempty'),
+      field(7, 'podCIDRs', 'string', 'omitempty', rep),
+      field(3, 'providerID', 'string', 'omitempty'),
+      field(4, 'unschedulable', 'bool', 'omitempty'),
+      field(5, 'taints', 'core.v1.Taint', 'omitempty', rep),
+      field(6, 'configSource', 'core.v1.NodeConfigSource', 'pointer'),
+      field(2, 'externalID', 'string', 'omitempty'),
+    ],
+  },
+  {
+    name: 'core.v1.Taint',
+    fields: [
+      field(1, 'key', 'string', 'always'),
+      field(2, 'value', 'string', 'omitempty'),
+      field(3, 'effect', 'string', 'always'),
+      field(4, 'timeAdded', TIME, 'pointer'),
+    ],
+  },
+  // Field 1 (the removed ObjectReference) is reserved.
+  { name: 'core.v1.NodeConfigSource', fields: [field(2, 'configMap', 'core.v1.ConfigMapNodeConfigSource', 'pointer')] },
+  {
+    name: 'core.v1.ConfigMapNodeConfigSource',
+    fields: [
+      field(1, 'namespace', 'string', 'always'),
+      field(2, 'name', 'string', 'always'),
+      field(3, 'uid', 'string', 'omitempty'),
+      field(4, 'resourceVersion', 'string', 'omitempty'),
+      field(5, 'kubeletConfigKey', 'string', 'always'),
+    ],
+  },
+  {
+    name: 'core.v1.NodeStatus',
+    fields: [
+      field(1, 'capacity', QUANTITY, 'omitempty', map),
+      field(2, 'allocatable', QUANTITY, 'omitempty', map),
+      field(3, 'phase', 'string', 'omitempty'),
+      field(4, 'conditions', 'core.v1.NodeCondition', 'omitempty', rep),
+      field(5, 'addresses', 'core.v1.NodeAddress', 'omitempty', rep),
+      field(6, 'daemonEndpoints', 'core.v1.NodeDaemonEndpoints', 'omitempty'),
+      field(7, 'nodeInfo', 'core.v1.NodeSystemInfo', 'omitempty'),
+      field(8, 'images', 'core.v1.ContainerImage', 'omitempty', rep),
+      field(9, 'volumesInUse', 'string', 'omitempty', rep),
+      field(10, 'volumesAttached', 'core.v1.AttachedVolume', 'omitempty', rep),
+      field(11, 'config', 'core.v1.NodeConfigStatus', 'pointer'),
+    ],
+  },
+  {
+    name: 'core.v1.NodeCondition',
+    fields: [
+      field(1, 'type', 'string', 'always'),
+      field(2, 'status', 'string', 'always'),
+      field(3, 'lastHeartbeatTime', TIME, 'omitempty'),
+      field(4, 'lastTransitionTime', TIME, 'omitempty'),
+      field(5, 'reason', 'string', 'omitempty'),
+      field(6, 'message', 'string', 'omitempty'),
+    ],
+  },
+  {
+    name: 'core.v1.NodeAddress',
+    fields: [field(1, 'type', 'string', 'always'), field(2, 'address', 'string', 'always')],
+  },
+  { name: 'core.v1.NodeDaemonEndpoints', fields: [field(1, 'kubeletEndpoint', 'core.v1.DaemonEndpoint', 'omitempty')] },
+  // DaemonEndpoint's JSON key is "Port" (`json:"Port"`, no omitempty).
+  { name: 'core.v1.DaemonEndpoint', fields: [field(1, 'Port', 'int32', 'always')] },
+  {
+    // Every NodeSystemInfo field is tagged without omitempty.
+    name: 'core.v1.NodeSystemInfo',
+    fields: [
+      field(1, 'machineID', 'string', 'always'),
+      field(2, 'systemUUID', 'string', 'always'),
+      field(3, 'bootID', 'string', 'always'),
+      field(4, 'kernelVersion', 'string', 'always'),
+      field(5, 'osImage', 'string', 'always'),
+      field(6, 'containerRuntimeVersion', 'string', 'always'),
+      field(7, 'kubeletVersion', 'string', 'always'),
+      field(8, 'kubeProxyVersion', 'string', 'always'),
+      field(9, 'operatingSystem', 'string', 'always'),
+      field(10, 'architecture', 'string', 'always'),
+    ],
+  },
+  {
+    // names is `json:"names"` (no omitempty); Go writes null for a nil list, orch an empty one.
+    name: 'core.v1.ContainerImage',
+    fields: [field(1, 'names', 'string', 'always', rep), field(2, 'sizeBytes', 'int64', 'omitempty')],
+  },
+  {
+    name: 'core.v1.AttachedVolume',
+    fields: [field(1, 'name', 'string', 'always'), field(2, 'devicePath', 'string', 'always')],
+  },
+  {
+    name: 'core.v1.NodeConfigStatus',
+    fields: [
+      field(1, 'assigned', 'core.v1.NodeConfigSource', 'pointer'),
+      field(2, 'active', 'core.v1.NodeConfigSource', 'pointer'),
+      field(3, 'lastKnownGood', 'core.v1.NodeConfigSource', 'pointer'),
+      field(4, 'error', 'string', 'omitempty'),
+    ],
+  },
   // --- k8s.io/api/coordination/v1
   {
     name: 'coordination.v1.Lease',
@@ -451,6 +568,8 @@ export const PROTOBUF_KINDS: Readonly<Record<string, { message: string; apiVersi
     SecretList: { message: 'core.v1.SecretList', apiVersions: ['v1'] },
     ServiceAccount: { message: 'core.v1.ServiceAccount', apiVersions: ['v1'] },
     ServiceAccountList: { message: 'core.v1.ServiceAccountList', apiVersions: ['v1'] },
+    Node: { message: 'core.v1.Node', apiVersions: ['v1'] },
+    NodeList: { message: 'core.v1.NodeList', apiVersions: ['v1'] },
     Lease: { message: 'coordination.v1.Lease', apiVersions: ['coordination.k8s.io/v1'] },
     LeaseList: { message: 'coordination.v1.LeaseList', apiVersions: ['coordination.k8s.io/v1'] },
     // DeleteOptions and Status are registered in every group version (metav1.AddToGroupVersion) and in meta.k8s.io/v1.

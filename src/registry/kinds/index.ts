@@ -8,6 +8,7 @@ import { configMapKind } from './configmap.js';
 import { secretKind } from './secret.js';
 import { serviceAccountKind } from './serviceaccount.js';
 import { leaseKind } from './lease.js';
+import { nodeKind } from './node.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -15,8 +16,9 @@ export { configMapKind } from './configmap.js';
 export { secretKind } from './secret.js';
 export { serviceAccountKind } from './serviceaccount.js';
 export { leaseKind } from './lease.js';
+export { nodeKind } from './node.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
