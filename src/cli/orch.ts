@@ -81,7 +81,7 @@ export async function main(argv: string[]): Promise<void> {
       `${PROGRAM}: API server serving on ${url}\n` +
         `${PROGRAM}: admin kubeconfig written to ${kubeconfigPath}\n` +
         `${PROGRAM}:   export KUBECONFIG=${kubeconfigPath}\n` +
-        `${PROGRAM}: the node agent (orchlet) is not started yet: it is not built.\n`,
+        `${PROGRAM}: no node agent is started: orchlet cannot join a server yet (it runs static pods standalone, see the README).\n`,
     );
     stopOnSignals(PROGRAM, () => cp.stop());
   } catch (err) {
