@@ -40,6 +40,7 @@ import {
   validateNamespaceName,
   type FieldPath,
   type NameValidator,
+  IS_NEGATIVE_ERROR_MSG,
 } from '../../util/validation.js';
 import { isIP } from 'node:net';
 
@@ -61,7 +62,6 @@ export const LABEL_NODE_ROLE_PREFIX = 'node-role.kubernetes.io/';
 /** kubernetes.io/role: the older role label, whose value is the role (printers.go nodeLabelRole). */
 export const NODE_LABEL_ROLE = 'kubernetes.io/role';
 
-const IS_NEGATIVE_ERROR_MSG = 'must be greater than or equal to 0';
 const IS_NOT_INTEGER_ERROR_MSG = 'must be an integer';
 const POD_CIDR_UPDATE_MSG = 'node updates may not change podCIDR except from "" to valid';
 

@@ -36,6 +36,7 @@ import {
   type FieldError,
   type FieldPath,
   type NameValidator,
+  IS_NEGATIVE_ERROR_MSG,
 } from '../../util/validation.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -78,7 +79,6 @@ export const PVC_RESIZE_STATUSES: readonly string[] = [
 ];
 
 const IS_NOT_POSITIVE_ERROR_MSG = 'must be greater than zero';
-const IS_NEGATIVE_ERROR_MSG = 'must be greater than or equal to 0';
 
 /** ValidatePersistentVolumeName: a claim's name is a DNS-1123 subdomain. */
 export const pvcNameValidator: NameValidator = nameIsDNSSubdomain;

@@ -12,7 +12,7 @@ import { isStatusError } from '../../registry/errors.js';
 import type { KObject } from '../../registry/kind.js';
 import type { Registry } from '../../registry/registry.js';
 import type { ResourceStore } from '../../registry/store.js';
-import { runController, subscribe, type Controller } from './runner.js';
+import { removeFinalizer, runController, subscribe, type Controller } from './runner.js';
 
 const SYSTEM = { name: 'system:serviceaccount:kube-system:generic-garbage-collector', groups: ['system:serviceaccounts'] };
 const ORPHAN = 'orphan';
@@ -58,15 +58,6 @@ async function ownerExists(registry: Registry, ref: OwnerRef, namespace: string)
   }
 }
 
-async function removeFinalizer(store: ResourceStore, obj: KObject, finalizer: string): Promise<void> {
-  const scope = { namespace: obj.metadata?.namespace ?? '', user: SYSTEM };
-  await store.update(scope, obj.metadata!.name!, (cur) => {
-    const next = structuredClone(cur!);
-    next.metadata!.finalizers = (next.metadata!.finalizers ?? []).filter((f: string) => f !== finalizer);
-    return next;
-  });
-}
-
 async function dropOwnerRef(store: ResourceStore, obj: KObject, uid: string): Promise<void> {
   const scope = { namespace: obj.metadata?.namespace ?? '', user: SYSTEM };
   await store.update(scope, obj.metadata!.name!, (cur) => {
@@ -91,7 +82,7 @@ async function syncObject(registry: Registry, store: ResourceStore, namespace: s
   const finalizers = meta.finalizers ?? [];
   if (meta.deletionTimestamp && finalizers.includes(ORPHAN)) {
     for (const d of await dependentsOf(registry, meta.uid!)) await dropOwnerRef(d.store, d.obj, meta.uid!);
-    await removeFinalizer(store, obj, ORPHAN);
+    await removeFinalizer(store, obj.metadata?.namespace ?? '', obj.metadata!.name!, ORPHAN, SYSTEM);
     return null;
   }
   if (meta.deletionTimestamp && finalizers.includes(FOREGROUND)) {
@@ -109,7 +100,7 @@ async function syncObject(registry: Registry, store: ResourceStore, namespace: s
       }
     }
     if (blocking > 0) return 500;
-    await removeFinalizer(store, obj, FOREGROUND);
+    await removeFinalizer(store, obj.metadata?.namespace ?? '', obj.metadata!.name!, FOREGROUND, SYSTEM);
     return null;
   }
   const owners = refs(obj);

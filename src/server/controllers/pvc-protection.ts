@@ -6,7 +6,7 @@ import { isStatusError } from '../../registry/errors.js';
 import type { KObject } from '../../registry/kind.js';
 import { PVC_PROTECTION_FINALIZER } from '../../registry/kinds/pvc.js';
 import type { Registry } from '../../registry/registry.js';
-import { runController, type Controller } from './runner.js';
+import { removeFinalizer, runController, type Controller } from './runner.js';
 
 const SYSTEM = { name: 'system:serviceaccount:kube-system:pvc-protection-controller', groups: ['system:serviceaccounts'] };
 
@@ -32,11 +32,7 @@ export function startPvcProtectionController(registry: Registry, log?: (m: strin
     async sync(namespace, name) {
       if (await claimInUse(registry, namespace, name)) return 5000;
       try {
-        await claims.update({ namespace, user: SYSTEM }, name, (cur) => {
-          const next = structuredClone(cur!);
-          next.metadata!.finalizers = (next.metadata!.finalizers ?? []).filter((f: string) => f !== PVC_PROTECTION_FINALIZER);
-          return next;
-        });
+        await removeFinalizer(claims, namespace, name, PVC_PROTECTION_FINALIZER, SYSTEM);
       } catch (err) {
         if (isStatusError(err, 'NotFound')) return null;
         if (isStatusError(err, 'Conflict')) return 100;

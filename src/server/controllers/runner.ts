@@ -59,6 +59,21 @@ export function subscribe(store: ResourceStore, sub: WatchSubscriber): () => voi
   };
 }
 
+/** Removes one metadata finalizer from an object, on its latest version (a stale read retries in the store). */
+export async function removeFinalizer(
+  store: ResourceStore,
+  namespace: string,
+  name: string,
+  finalizer: string,
+  user: { name: string; groups: string[] },
+): Promise<void> {
+  await store.update({ namespace, user }, name, (cur) => {
+    const next = structuredClone(cur!);
+    next.metadata!.finalizers = (next.metadata!.finalizers ?? []).filter((f: string) => f !== finalizer);
+    return next;
+  });
+}
+
 export interface Controller {
   stop(): void;
 }
