@@ -1,13 +1,125 @@
 /**
- * API benchmark: the server in-process (test/helpers/cluster.ts) on the embedded store in a file, driven over
- * HTTPS with HTTP/2 (node:http2, the cluster's CA, a bearer token) at concurrency 16: PVC creates/s, gets/s,
- * lists of 1,000 and 10,000 PVCs, watch latency from create to ADDED event, and process RSS with 10,000 PVCs
- * stored. Client and server share this process (and its one JS thread), so every figure includes the client's
- * cost. Run with `node dist/bench/index.js api` (BENCH_SCALE=0.1 for a quick run; BENCH_API_PHASES=create,get
- * runs only those phases, e.g. under `node --cpu-prof`, which also prints phase marks for windowing the profile).
+ * API benchmark: `bin/orch-apiserver` as its own process on the embedded store in a file, driven from this
+ * process over HTTPS with HTTP/2 (node:http2, the server's CA, a bearer token) at concurrency 16: PVC
+ * creates/s, gets/s, lists of 1,000 and 10,000 PVCs, watch latency from create to ADDED event, and the
+ * server's RSS with 10,000 PVCs stored. Client and server share the machine's two cores, as the issue's
+ * targets assume.
+ *
+ * Run with `node dist/bench/index.js api` (BENCH_SCALE=0.1 for a quick run; BENCH_API_PHASES=create,get runs
+ * only those phases; BENCH_SERVER_NODE_ARGS passes node options to the server). BENCH_API_INPROCESS=1 runs the server inside this process instead (test/helpers/cluster.ts),
+ * for `node --cpu-prof` of client and server together; it also prints phase marks for windowing the profile.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
-import { startCluster, type TestCluster } from '../test/helpers/cluster.js';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startCluster } from '../test/helpers/cluster.js';
+import { freePort } from '../test/helpers/ports.js';
+
+/** Where the bench reaches the server, and how it reads the server's memory. */
+interface BenchServer {
+  url: string;
+  caCert: string;
+  token: string;
+  /** The server process's resident set (MiB). */
+  rssMiB(): Promise<number>;
+  /** Of the resident set, the part mapped from files (the node binary, shared libraries) in MiB; null in-process. */
+  rssFileMiB?(): number;
+  /** CPU time (user + system, all threads) the server has used so far, in microseconds; null in-process. */
+  cpuUs(): number | null;
+  /** A line saying where the server runs. */
+  where: string;
+  /** Writes a heap snapshot of the server into its working directory (needs --heapsnapshot-signal=SIGUSR2). */
+  heapSnapshot?(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Starts `bin/orch-apiserver` on a free port with the embedded store in a temporary file. */
+async function startServerProcess(): Promise<BenchServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'orch-bench-'));
+  const token = 'bench-admin-token';
+  await writeFile(join(dir, 'tokens.csv'), `${token},admin,admin,"system:masters"\n`);
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      // e.g. BENCH_SERVER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the server alone.
+      ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
+      join(REPO, 'bin', 'orch-apiserver'),
+      `--secure-port=${await freePort()}`,
+      '--bind-address=127.0.0.1',
+      `--data-dir=${join(dir, 'data')}`,
+      `--cert-dir=${join(dir, 'certs')}`,
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    let err = '';
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      err += chunk;
+      const m = /serving on (https:\/\/\S+)/.exec(err);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`orch-apiserver exited with ${code}: ${err}`)));
+  });
+  const caCert = await readFile(join(dir, 'certs', 'apiserver.crt'), 'utf8');
+  return {
+    url,
+    caCert,
+    token,
+    where: `server: bin/orch-apiserver, pid ${child.pid}, its own process`,
+    cpuUs: () => {
+      // /proc/<pid>/stat: utime and stime (fields 14 and 15) in clock ticks of 1/100 s.
+      const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * 10_000;
+    },
+    rssMiB: async () => {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+      return kb / 1024;
+    },
+    rssFileMiB: () => {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      return Number(/RssFile:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
+    },
+    async heapSnapshot() {
+      child.kill('SIGUSR2');
+      await new Promise((resolve) => setTimeout(resolve, 5000));
+    },
+    async stop() {
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGTERM');
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The server inside this process (for profiling client and server together). */
+async function startServerInProcess(): Promise<BenchServer> {
+  const c = await startCluster([], { fileStore: true });
+  return {
+    url: c.url,
+    caCert: c.cp.server.caCert,
+    token: c.token,
+    where: 'server: in this process, sharing its JS thread with the client',
+    cpuUs: () => null,
+    rssMiB: () => {
+      collectGarbage();
+      const m = process.memoryUsage();
+      console.log(`  (in-process memory: heap used ${mib(m.heapUsed).toFixed(1)} MiB, heap committed ${mib(m.heapTotal).toFixed(1)} MiB, external ${mib(m.external).toFixed(1)} MiB)`);
+      return Promise.resolve(mib(m.rss));
+    },
+    stop: () => c.stop(),
+  };
+}
 
 export interface ApiRow {
   metric: string;
@@ -51,8 +163,8 @@ class Client {
   ) {}
 
   /** One HTTP/2 session with Go's (client-go's) flow-control windows: 4 MiB per stream, 1 GiB per connection. */
-  static async open(c: TestCluster): Promise<Client> {
-    const session = connect(c.url, { ca: c.cp.server.caCert, settings: { initialWindowSize: 4 << 20 } });
+  static async open(c: BenchServer): Promise<Client> {
+    const session = connect(c.url, { ca: c.caCert, settings: { initialWindowSize: 4 << 20 } });
     await new Promise<void>((resolve, reject) => {
       session.once('connect', () => resolve());
       session.once('error', reject);
@@ -107,8 +219,10 @@ async function runConcurrent(
   concurrency: number,
   clients: Client[],
   op: (client: Client, i: number) => Promise<unknown>,
-): Promise<{ opsPerSec: number; cpuUsPerOp: number; cores: number }> {
+  server?: BenchServer,
+): Promise<{ opsPerSec: number; cpuUsPerOp: number; cores: number; serverCpuUsPerOp: number | null; serverCores: number | null }> {
   let next = 0;
+  const server0 = server?.cpuUs() ?? null;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(
@@ -124,7 +238,15 @@ async function runConcurrent(
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const cpuUs = cpu.user + cpu.system;
-  return { opsPerSec: (total / ms) * 1000, cpuUsPerOp: cpuUs / total, cores: cpuUs / 1000 / ms };
+  const server1 = server?.cpuUs() ?? null;
+  const serverUs = server0 !== null && server1 !== null ? server1 - server0 : null;
+  return {
+    opsPerSec: (total / ms) * 1000,
+    cpuUsPerOp: cpuUs / total,
+    cores: cpuUs / 1000 / ms,
+    serverCpuUsPerOp: serverUs === null ? null : serverUs / total,
+    serverCores: serverUs === null ? null : serverUs / 1000 / ms,
+  };
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -219,14 +341,21 @@ export async function benchApi(scale: number): Promise<ApiRow[]> {
     rows.push({ metric, value, unit });
     console.log(`  ${metric.padEnd(58)} ${value.toLocaleString('en').padStart(10)} ${unit}`);
   };
+  const inProcess = process.env.BENCH_API_INPROCESS === '1';
+  const server = inProcess ? await startServerInProcess() : await startServerProcess();
   const throughput = async (metric: string, total: number, clients: Client[], op: (client: Client, i: number) => Promise<unknown>) => {
-    const r = await runConcurrent(total, CONCURRENCY, clients, op);
+    const r = await runConcurrent(total, CONCURRENCY, clients, op, server);
     add(metric, r.opsPerSec, 'ops/s');
-    add(`  process CPU per op (${r.cores.toFixed(2)} cores busy)`, r.cpuUsPerOp, 'us');
+    if (r.serverCpuUsPerOp !== null && r.serverCores !== null) {
+      add(`  server CPU per op (${r.serverCores.toFixed(2)} cores busy)`, r.serverCpuUsPerOp, 'us');
+      add(`  client CPU per op (${r.cores.toFixed(2)} cores busy)`, r.cpuUsPerOp, 'us');
+    } else {
+      add(`  process CPU per op (${r.cores.toFixed(2)} cores busy)`, r.cpuUsPerOp, 'us');
+    }
   };
   const phases = new Set((process.env.BENCH_API_PHASES ?? 'create,get,list,rss,sessions,watch').split(','));
   // Under --cpu-prof, phase boundaries on the profile's clock (microseconds of the monotonic clock).
-  const profiling = process.execArgv.some((a) => a.startsWith('--cpu-prof'));
+  const profiling = process.execArgv.some((a) => a.startsWith('--cpu-prof')) || (process.env.BENCH_SERVER_NODE_ARGS ?? '').includes('--cpu-prof');
   const mark = (what: string) => {
     if (profiling) console.log(`  mark ${what} ${process.hrtime.bigint() / 1000n}`);
   };
@@ -234,20 +363,15 @@ export async function benchApi(scale: number): Promise<ApiRow[]> {
   const n = Math.max(100, Math.round(10_000 * scale));
   const n1k = Math.max(10, Math.round(1_000 * scale));
   const warm = Math.round(n / 50);
-  console.log(
-    `api: node ${process.version}, HTTPS + HTTP/2, embedded store in a file, concurrency ${CONCURRENCY}; ` +
-      `client and server share this process${(globalThis as { gc?: unknown }).gc ? '' : ' (no --expose-gc: RSS without a forced GC)'}`,
-  );
-  const cluster = await startCluster([], { fileStore: true });
+  console.log(`api: node ${process.version}, HTTPS + HTTP/2, embedded store in a file, concurrency ${CONCURRENCY}; ${server.where}`);
   const clients: Client[] = [];
   try {
-    const one = await Client.open(cluster);
+    const one = await Client.open(server);
     clients.push(one);
     for (const ns of [NS, NS_1K, NS_2S, NS_WATCH]) {
       await one.expect(201, 'POST', '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
     }
-    collectGarbage();
-    const base = process.memoryUsage();
+    const baseRss = await server.rssMiB();
 
     // Namespace `bench` ends up holding exactly n claims: `warm` untimed (JIT warm-up), then n - warm timed.
     await runConcurrent(warm, CONCURRENCY, [one], create(NS));
@@ -265,14 +389,10 @@ export async function benchApi(scale: number): Promise<ApiRow[]> {
       mark('get-end');
     }
     if (phases.has('rss')) {
-      const forced = collectGarbage();
-      const mem = process.memoryUsage();
-      add(`process RSS at start (no PVCs${forced ? ', after GC' : ''})`, mib(base.rss), 'MiB');
-      add(`  external at start`, mib(base.external), 'MiB');
-      add(`process RSS, ${n.toLocaleString('en')} PVCs stored${forced ? ' (after GC)' : ''}`, mib(mem.rss), 'MiB');
-      add(`  JS heap used`, mib(mem.heapUsed), 'MiB');
-      add(`  JS heap committed`, mib(mem.heapTotal), 'MiB');
-      add(`  external (Buffers, native objects)`, mib(mem.external), 'MiB');
+      add(`server RSS at start (4 namespaces)`, baseRss, 'MiB');
+      add(`server RSS, ${n.toLocaleString('en')} PVCs stored, after the creates and gets`, await server.rssMiB(), 'MiB');
+      if (server.rssFileMiB) add(`  of which mapped from files (node binary, libraries)`, server.rssFileMiB(), 'MiB');
+      if (process.env.BENCH_SERVER_HEAP_SNAPSHOT === '1') await server.heapSnapshot?.();
     }
     if (phases.has('list')) {
       add(`list of ${n.toLocaleString('en')} PVCs (median of 5)`, await listMedian(one, NS, n), 'ms');
@@ -280,7 +400,7 @@ export async function benchApi(scale: number): Promise<ApiRow[]> {
       add(`list of ${n1k.toLocaleString('en')} PVCs (median of 5)`, await listMedian(one, NS_1K, n1k), 'ms');
     }
     if (phases.has('sessions')) {
-      const two = [one, await Client.open(cluster)];
+      const two = [one, await Client.open(server)];
       clients.push(two[1]!);
       const half = Math.round(n / 2);
       await throughput(`PVC creates/s (${half.toLocaleString('en')}, 2 sessions x 8 streams)`, half, two, create(NS_2S));
@@ -295,7 +415,7 @@ export async function benchApi(scale: number): Promise<ApiRow[]> {
     }
   } finally {
     await Promise.all(clients.map((c) => c.close()));
-    await cluster.stop();
+    await server.stop();
   }
   return rows;
 }

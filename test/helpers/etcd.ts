@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, openSync, closeSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { get as httpsGet } from 'node:https';
-import { createServer } from 'node:net';
+import { freePort } from './ports.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findBinary } from './binaries.js';
@@ -30,19 +30,6 @@ export function etcdAvailable(): string | null {
   return findBinary('etcd');
 }
 
-/** A TCP port that was free a moment ago (bound to port 0, then released). */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => (port ? resolve(port) : reject(new Error('could not pick a free port'))));
-    });
-  });
-}
 
 function tempBase(): string {
   try {
