@@ -413,11 +413,16 @@ export function applyObject(
   const comparison = excludeFields(diffOwnedChanged(liveObj, newObj, schema, defs), options.ignored);
   const conflicts = takeOwnership(managers, id, comparison, force);
   if (conflicts) {
-    const list: Conflict[] = [];
+    let list: Conflict[] = [];
     for (const m of [...conflicts.keys()].sort()) {
       for (const path of (conflicts.get(m) as FieldSet).paths()) list.push({ manager: m, path });
     }
-    throw conflictError(list);
+    // lastAppliedManager: kubectl's server-side apply may take over the fields its client-side apply
+    // (the last-applied annotation) set, as long as their live values are still the applied ones.
+    const allowed = manager === 'kubectl' && live !== null ? allowedConflictsFromLastApplied(liveObj as JsonObject, schema, defs) : null;
+    if (allowed) list = list.filter((c) => !allowed.has(c.path));
+    if (list.length > 0 || !allowed) throw conflictError(list);
+    takeOwnership(managers, id, comparison, true);
   }
   const noop = equalValues(liveObj, newObj);
 
@@ -434,6 +439,25 @@ export function applyObject(
 
   const managedFields = encodeManagedFields(managers);
   return { object: withManagedFields(object, managedFields), managedFields, noop };
+}
+
+/**
+ * lastAppliedManager.allowedConflictsFromLastApplied: the fields of the last-applied annotation whose values
+ * the live object still has; null when there is no annotation or it does not decode to a valid object.
+ */
+function allowedConflictsFromLastApplied(live: JsonObject, schema: Schema, defs: Definitions): FieldSet | null {
+  const annotations = metaOf(live)['annotations'];
+  const raw = isJsonObject(annotations) ? annotations[LAST_APPLIED_CONFIG_ANNOTATION] : undefined;
+  if (typeof raw !== 'string' || raw === '') return null;
+  let lastApplied: unknown;
+  try {
+    lastApplied = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (!isJsonObject(lastApplied) || validateTyped(lastApplied, schema, defs).length > 0) return null;
+  const comparison = diffOwnedChanged(lastApplied, live, schema, defs);
+  return fieldSetOf(lastApplied, schema, defs).difference(comparison.modified);
 }
 
 function withoutManagedFields(obj: unknown): unknown {

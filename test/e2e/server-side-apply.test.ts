@@ -1,6 +1,7 @@
 /**
  * Server-side apply through kubectl: create by apply, managedFields, conflicts with another manager,
- * --force-conflicts, and removal of a field the applier stops applying.
+ * --force-conflicts, removal of a field the applier stops applying, and the move from client-side to
+ * server-side apply (kubectl's managedFields upgrade, and the server's allowance for the last-applied fields).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -57,5 +58,61 @@ describe('server-side apply (kubectl apply --server-side)', { skip: !present && 
     const cm = await get();
     assert.deepEqual(cm.data, { a: '1' });
     assert.deepEqual(cm.metadata.labels, { app: 'web', owner: 'ops' });
+  });
+  const lastApplied = (name: string, data: Record<string, string>) =>
+    JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data });
+
+  for (const version of ['1.27', '1.33']) {
+    it(`moves from client-side to server-side apply without conflicts (kubectl ${version})`, async () => {
+      const name = `csa-${version.replace('.', '-')}`;
+      const kv = (args: string[], input?: string) => c.kubectl(args, { version, ...(input !== undefined ? { input } : {}) });
+      const created = await kv(['apply', '-f', '-'], lastApplied(name, { a: '1', b: '2' }));
+      assert.equal(created.code, 0, created.stderr);
+      const before = JSON.parse((await kv(['get', 'cm', name, '-o', 'json', '--show-managed-fields'])).stdout);
+      assert.deepEqual(
+        before.metadata.managedFields.map((e: { manager: string; operation: string }) => `${e.manager}/${e.operation}`),
+        ['kubectl-client-side-apply/Update'],
+      );
+      // The same configuration with a changed value, now applied server-side: no conflict with the client-side manager.
+      const moved = await kv(['apply', '--server-side', '-f', '-'], lastApplied(name, { a: 'changed', b: '2' }));
+      assert.equal(moved.code, 0, moved.stderr);
+      const after = JSON.parse((await kv(['get', 'cm', name, '-o', 'json', '--show-managed-fields'])).stdout);
+      assert.deepEqual(after.data, { a: 'changed', b: '2' });
+      const managers = after.metadata.managedFields.map((e: { manager: string; operation: string }) => `${e.manager}/${e.operation}`);
+      assert.ok(managers.includes('kubectl/Apply'), JSON.stringify(managers));
+      assert.ok(!managers.includes('kubectl-client-side-apply/Update'), JSON.stringify(managers));
+      // kubectl's server-side apply keeps the client-side annotation in step with what it applied.
+      const annotation = JSON.parse(after.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']);
+      assert.deepEqual(annotation.data, { a: 'changed', b: '2' });
+    });
+  }
+
+  it('lets the manager "kubectl" take over fields whose live values are still the last-applied ones, and no others', async () => {
+    const apply = async (body: string, manager: string) => {
+      const r = await c.request('PATCH', `/api/v1/namespaces/default/configmaps/csa-raw?fieldManager=${manager}`, {
+        body,
+        contentType: 'application/apply-patch+yaml',
+      });
+      return { status: r.status, body: r.json };
+    };
+    // As an older kubectl leaves it: created by client-side apply (an Update by kubectl-client-side-apply, with
+    // the annotation), then changed by someone else on one field.
+    const r = await k(['apply', '-f', '-'], lastApplied('csa-raw', { a: '1', b: '2' }));
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((await k(['patch', 'cm', 'csa-raw', '-p', '{"data":{"b":"patched"}}'])).code, 0);
+    // b's live value is no longer the last-applied one: that conflict stays (with kubectl-patch, which owns it now).
+    const conflict = await apply(lastApplied('csa-raw', { a: 'new', b: 'mine' }), 'kubectl');
+    assert.equal(conflict.status, 409, JSON.stringify(conflict.body));
+    assert.deepEqual(
+      conflict.body.details.causes.map((x: { field: string }) => x.field),
+      ['.data.b'],
+    );
+    // a still has its last-applied value: the server lets kubectl take it over from kubectl-client-side-apply.
+    const ok = await apply(lastApplied('csa-raw', { a: 'new' }), 'kubectl');
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.data.a, 'new');
+    // Another manager name gets no such allowance.
+    const other = await apply(lastApplied('csa-raw', { a: 'other' }), 'not-kubectl');
+    assert.equal(other.status, 409);
   });
 });

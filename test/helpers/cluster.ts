@@ -3,6 +3,8 @@
  * embedded store in memory (or on etcd), an admin token, and a kubeconfig for real clients.
  */
 import { execFile } from 'node:child_process';
+import type { IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -21,7 +23,24 @@ export interface TestCluster {
   kubeconfig: string;
   /** Runs kubectl (the one on PATH, or kubectl.1.NN beside it) with this cluster's kubeconfig. */
   kubectl(args: string[], opts?: { version?: string; input?: string; env?: Record<string, string>; timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
+  /** One HTTPS request as the admin (HTTP/1.1, the cluster's CA); the body as text and, when it parses, as JSON. */
+  request(method: string, path: string, opts?: RequestOptions): Promise<RawReply>;
   stop(): Promise<void>;
+}
+
+export interface RequestOptions {
+  /** An object is sent as JSON; a string or Buffer as it is. */
+  body?: unknown;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+export interface RawReply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+  /** The body parsed as JSON, or undefined when it is not JSON. */
+  json: any;
 }
 
 /** The kubectl binaries on this machine: 'default' and every kubectl.1.NN beside the real binary. */
@@ -91,6 +110,34 @@ export async function startCluster(extraArgs: string[] = [], opts: StartClusterO
           },
         );
         if (opts.input !== undefined) child.stdin?.end(opts.input);
+      });
+    },
+    request(method, path, opts = {}) {
+      const headers: Record<string, string> = { authorization: `Bearer ${token}`, ...(opts.headers ?? {}) };
+      let body: Buffer | undefined;
+      if (opts.body !== undefined) {
+        body = Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
+        headers['content-type'] = opts.contentType ?? 'application/json';
+        headers['content-length'] = String(body.length);
+      }
+      return new Promise((resolve, reject) => {
+        const req = httpsRequest(url + path, { method, headers, ca: cp.server.caCert, agent: false }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (d: Buffer) => chunks.push(d));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let json: unknown;
+            try {
+              json = JSON.parse(text);
+            } catch {
+              json = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+          });
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end(body);
       });
     },
     async stop() {
