@@ -149,6 +149,18 @@ for (const [version, backend] of [['1.27', 'embedded'], ['1.33', 'embedded'], ['
       assert.match(del.stdout, /persistentvolumeclaim "scratch" deleted/);
       const gone = await k(['get', 'pvc', 'scratch', '-n', 'app']);
       assert.match(gone.stderr, /persistentvolumeclaims "scratch" not found/);
+      // kubectl wait --for=delete on a claim held by a finalizer that a patch releases later.
+      await k(['apply', '-f', '-'], MANIFEST('app').split('---')[2]!.replace('name: logs', 'name: held'));
+      assert.equal((await k(['patch', 'pvc', 'held', '-n', 'app', '--type=merge', '-p', '{"metadata":{"finalizers":["example.com/hold"]}}'])).code, 0);
+      assert.equal((await k(['delete', 'pvc', 'held', '-n', 'app', '--wait=false'])).code, 0);
+      const waiting = k(['wait', '--for=delete', 'pvc/held', '-n', 'app', '--timeout=20s']);
+      await new Promise((r) => setTimeout(r, 500));
+      const terminating = JSON.parse((await k(['get', 'pvc', 'held', '-n', 'app', '-o', 'json'])).stdout);
+      assert.ok(terminating.metadata.deletionTimestamp, 'the claim is terminating while its finalizer holds it');
+      assert.equal((await k(['patch', 'pvc', 'held', '-n', 'app', '--type=json', '-p', '[{"op":"remove","path":"/metadata/finalizers"}]'])).code, 0);
+      const w = await waiting;
+      assert.equal(w.code, 0, w.stderr);
+      assert.match(w.stdout, /persistentvolumeclaim\/held condition met/);
     });
 
     it('keeps the system namespaces, deletes a namespace with its content, and refuses content in a missing one', { skip: !present }, async () => {
