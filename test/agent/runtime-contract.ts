@@ -1,5 +1,7 @@
-// The contract every orchlet Runtime must pass (the built-in process runtime now, a CRI client
-// later). A runtime under test runs real commands (sh, id, sleep) from the host.
+// The contract every orchlet Runtime must pass: the built-in process runtime (real commands from
+// the host: sh, id, sleep) and the CRI runtime (the same commands from a busybox image). Where the
+// two differ by design (the default user, root without privilege, PID namespaces) the runtime's
+// ContractFeatures say which behaviour to expect.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
@@ -14,6 +16,27 @@ export interface RuntimeFactoryOptions {
 
 export type RuntimeFactory = (options: RuntimeFactoryOptions) => Promise<Runtime>;
 
+/** What a runtime does where runtimes legitimately differ. */
+export interface ContractFeatures {
+  /** The image of the test containers (it must have sh, id, sleep, pwd, printf). */
+  image: string;
+  /** The user a container runs as without runAsUser (process runtime: 65534; images: their user, root for busybox). */
+  defaultUid: number;
+  defaultGid: number;
+  /** Whether runAsUser/runAsGroup 0 need privileged (the process runtime's host-user policy). */
+  rootNeedsPrivilege: boolean;
+  /** Whether the main process is PID 1 of its own PID namespace (it then cannot kill itself with a signal). */
+  ownPidNamespace: boolean;
+}
+
+export const PROCESS_RUNTIME_FEATURES: ContractFeatures = {
+  image: 'ignored:latest',
+  defaultUid: 65534,
+  defaultGid: 65534,
+  rootNeedsPrivilege: true,
+  ownPidNamespace: false,
+};
+
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -26,7 +49,7 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
 
 const isRoot = process.getuid?.() === 0;
 
-export function runtimeContract(name: string, factory: RuntimeFactory): void {
+export function runtimeContract(name: string, factory: RuntimeFactory, features: ContractFeatures = PROCESS_RUNTIME_FEATURES): void {
   void describe(`runtime contract: ${name}`, () => {
     let dir: string;
     let runtime: Runtime;
@@ -41,19 +64,20 @@ export function runtimeContract(name: string, factory: RuntimeFactory): void {
       await rm(dir, { recursive: true, force: true });
     });
 
-    function sandboxConfig(): PodSandboxConfig {
+    function sandboxConfig(privileged = false): PodSandboxConfig {
       seq++;
       return {
         metadata: { name: `pod${seq}`, uid: `uid-${seq}`, namespace: 'default', attempt: 0 },
         hostname: `pod${seq}`,
         logDirectory: join(dir, `pod${seq}`, 'containers'),
+        ...(privileged ? { linux: { privileged: true } } : {}),
       };
     }
 
     function containerConfig(script: string, extra: Partial<ContainerConfig> = {}, attempt = 0): ContainerConfig {
       return {
         metadata: { name: 'c', attempt },
-        image: 'ignored:latest',
+        image: features.image,
         command: ['sh', '-c', script],
         args: [],
         envs: [],
@@ -63,7 +87,7 @@ export function runtimeContract(name: string, factory: RuntimeFactory): void {
     }
 
     async function run(script: string, extra: Partial<ContainerConfig> = {}, rt = runtime) {
-      const sb = sandboxConfig();
+      const sb = sandboxConfig(extra.securityContext?.privileged === true);
       const sandboxId = await rt.runPodSandbox(sb);
       const id = await rt.createContainer(sandboxId, containerConfig(script, extra), sb);
       await rt.startContainer(id);
@@ -108,8 +132,16 @@ export function runtimeContract(name: string, factory: RuntimeFactory): void {
       const a = await exited((await run('exit 7')).id);
       assert.equal(a.exitCode, 7);
       assert.equal(a.reason, 'Error');
-      const b = await exited((await run('kill -KILL $$')).id);
-      assert.equal(b.exitCode, 137);
+      if (!features.ownPidNamespace) {
+        const b = await exited((await run('kill -KILL $$')).id);
+        assert.equal(b.exitCode, 137);
+      } else {
+        // PID 1 of a namespace cannot be killed from inside it: the signal comes from the runtime.
+        const { id } = await run('trap "" TERM; while :; do sleep 0.05; done');
+        await runtime.stopContainer(id, 0);
+        const b = await exited(id);
+        assert.equal(b.exitCode, 137);
+      }
     });
 
     void it('passes env, args and workingDir', async () => {
@@ -214,10 +246,11 @@ export function runtimeContract(name: string, factory: RuntimeFactory): void {
     });
 
     void describe('user identity', () => {
-      void it('runs a container without runAsUser as 65534 (nobody)', async (t) => {
+      void it(`runs a container without runAsUser as ${features.defaultUid}`, async (t) => {
         if (!isRoot) return t.skip('needs root to switch users');
         const s = await exited((await run('id -u; id -g; id -G')).id);
-        assert.deepEqual(await logLines(s.logPath), ['stdout 65534', 'stdout 65534', 'stdout 65534']);
+        const [u, g] = [features.defaultUid, features.defaultGid];
+        assert.deepEqual(await logLines(s.logPath), [`stdout ${u}`, `stdout ${g}`, `stdout ${g}`]);
       });
 
       void it('runs a container with runAsUser 1000 as 1000, runAsGroup as given', async (t) => {
@@ -228,7 +261,15 @@ export function runtimeContract(name: string, factory: RuntimeFactory): void {
         assert.deepEqual(await logLines(b.logPath), ['stdout 1000', 'stdout 2000']);
       });
 
-      void it('refuses runAsUser 0 (and runAsGroup 0) without privileged', async () => {
+      void it('refuses runAsUser 0 (and runAsGroup 0) without privileged, where root needs privilege', async () => {
+        if (!features.rootNeedsPrivilege) {
+          // Root in a container of its own is not the host's root: it runs as asked.
+          const a = await exited((await run('id -u; id -g', { securityContext: { runAsUser: 0 } })).id);
+          assert.deepEqual(await logLines(a.logPath), ['stdout 0', 'stdout 0']);
+          const b = await exited((await run('id -u; id -g', { securityContext: { runAsUser: 1000, runAsGroup: 0 } })).id);
+          assert.deepEqual(await logLines(b.logPath), ['stdout 1000', 'stdout 0']);
+          return;
+        }
         const sb = sandboxConfig();
         const sandboxId = await runtime.runPodSandbox(sb);
         await assert.rejects(
@@ -261,13 +302,15 @@ export function runtimeContract(name: string, factory: RuntimeFactory): void {
           assert.deepEqual(await logLines(b.logPath), ['stdout 0']);
           const c = await exited((await run('id -u', { securityContext: { privileged: true, runAsUser: 1000 } }, rt)).id, rt);
           assert.deepEqual(await logLines(c.logPath), ['stdout 1000']);
-          // Allowing privileged pods does not let an unprivileged container ask for root.
-          const sb = sandboxConfig();
-          const sandboxId = await rt.runPodSandbox(sb);
-          await assert.rejects(
-            rt.createContainer(sandboxId, containerConfig('id -u', { securityContext: { runAsUser: 0 } }), sb),
-            (e: unknown) => e instanceof RuntimeError && e.code === 'ConfigRefused',
-          );
+          if (features.rootNeedsPrivilege) {
+            // Allowing privileged pods does not let an unprivileged container ask for root.
+            const sb = sandboxConfig();
+            const sandboxId = await rt.runPodSandbox(sb);
+            await assert.rejects(
+              rt.createContainer(sandboxId, containerConfig('id -u', { securityContext: { runAsUser: 0 } }), sb),
+              (e: unknown) => e instanceof RuntimeError && e.code === 'ConfigRefused',
+            );
+          }
         } finally {
           await rt.shutdown(0);
         }

@@ -27,6 +27,37 @@ export interface PodSandboxConfig {
   logDirectory: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  /** DNS of the sandbox (runtimes that give pods their own resolv.conf). */
+  dnsConfig?: DNSConfig;
+  /** Host ports forwarded to the sandbox (runtimes with pod networking). */
+  portMappings?: PortMapping[];
+  /** Linux settings for runtimes that isolate pods (ignored by the process runtime). */
+  linux?: LinuxPodSandboxConfig;
+}
+
+export interface DNSConfig {
+  servers: string[];
+  searches: string[];
+  options: string[];
+}
+
+export interface PortMapping {
+  protocol: 'TCP' | 'UDP' | 'SCTP';
+  containerPort: number;
+  hostPort?: number;
+  hostIp?: string;
+}
+
+export interface LinuxPodSandboxConfig {
+  /** The cgroup (cgroupfs syntax) the sandbox's containers go under. */
+  cgroupParent?: string;
+  /** Share the node's network namespace (hostNetwork: the hostname must then be empty). */
+  hostNetwork?: boolean;
+  hostPID?: boolean;
+  hostIPC?: boolean;
+  /** Whether any container of the pod is privileged. */
+  privileged?: boolean;
+  sysctls?: Record<string, string>;
 }
 
 export type PodSandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
@@ -38,14 +69,38 @@ export interface PodSandbox {
   createdAt: Date;
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  /** The pod's own addresses, for runtimes with pod networking (podSandboxStatus only). */
+  network?: { ip: string; additionalIps: string[] };
 }
 
 /** The CRI's LinuxContainerSecurityContext, the parts the agent sets. */
 export interface LinuxContainerSecurityContext {
-  /** Unset: the runtime's default user (the process runtime: 65534, nobody). */
+  /** Unset: the runtime's default user (the process runtime: 65534, nobody; image runtimes: the image's user). */
   runAsUser?: number;
   runAsGroup?: number;
   privileged?: boolean;
+  /** The fields below apply to runtimes that run images (runsImages). */
+  readonlyRootfs?: boolean;
+  capabilities?: { add: string[]; drop: string[] };
+  supplementalGroups?: number[];
+  noNewPrivs?: boolean;
+}
+
+/** A host path mounted into a container (runtimes that run images). */
+export interface Mount {
+  containerPath: string;
+  hostPath: string;
+  readonly?: boolean;
+  propagation?: 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
+}
+
+/** The CRI's LinuxContainerResources: cgroup limits of a container (0 or unset: none). */
+export interface LinuxContainerResources {
+  cpuPeriod?: number;
+  cpuQuota?: number;
+  cpuShares?: number;
+  memoryLimitInBytes?: number;
+  oomScoreAdj?: number;
 }
 
 export interface ContainerMetadata {
@@ -66,6 +121,13 @@ export interface ContainerConfig {
   /** Relative to the sandbox's logDirectory, e.g. `<name>/<attempt>.log`. */
   logPath: string;
   securityContext?: LinuxContainerSecurityContext;
+  /** Volumes and other host paths (runtimes that run images). */
+  mounts?: Mount[];
+  /** Cgroup limits (runtimes that isolate containers). */
+  resources?: LinuxContainerResources;
+  stdin?: boolean;
+  stdinOnce?: boolean;
+  tty?: boolean;
 }
 
 export type ContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
@@ -91,6 +153,8 @@ export interface ContainerStatus extends ContainerSummary {
   message?: string;
   /** Absolute path of the container's log file (CRI log format). */
   logPath: string;
+  /** The image the container runs, as the runtime identifies it (the pod status's imageID); unset by the process runtime. */
+  imageRef?: string;
 }
 
 export interface ContainerFilter {
@@ -117,7 +181,11 @@ export type RuntimeErrorCode =
   | 'ConfigRefused'
   /** The process could not be started (binary missing, permission denied): kubelet's RunContainerError. */
   | 'StartFailed'
-  | 'InvalidState';
+  | 'InvalidState'
+  /** The runtime could not be reached or did not answer in time (a remote runtime). */
+  | 'Unavailable'
+  /** Anything else a remote runtime reported. */
+  | 'Failed';
 
 export class RuntimeError extends Error {
   override name = 'RuntimeError';
@@ -135,7 +203,44 @@ export interface RuntimeVersion {
   runtimeApiVersion: string;
 }
 
+/** An image as an image service reports it (the CRI's Image). */
+export interface ImageInfo {
+  /** The image ref (what ContainerStatus.imageRef and a pull return). */
+  id: string;
+  repoTags: string[];
+  repoDigests: string[];
+  size: number;
+  pinned?: boolean;
+}
+
+/** The CRI ImageService, for runtimes that run images. */
+export interface ImageService {
+  /** The image, or undefined when the runtime does not have it. */
+  imageStatus(image: string): Promise<ImageInfo | undefined>;
+  /** Pulls the image; resolves with its image ref; rejects with RuntimeError (code Failed or Unavailable) saying why. */
+  pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string>;
+  listImages(): Promise<ImageInfo[]>;
+  removeImage(image: string): Promise<void>;
+}
+
+export interface ExecSyncResult {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number;
+}
+
 export interface Runtime {
+  /**
+   * True for runtimes that run containers from their images in their own namespaces (CRI): the
+   * image supplies the default command and user, so the agent neither requires a command nor
+   * applies the process runtime's host-user policy. Unset: the process runtime's rules.
+   */
+  readonly runsImages?: boolean;
+  /** The image service of runtimes that run images. */
+  readonly images?: ImageService;
+  /** Runs a command in a running container (exec probes); runtimes that cannot leave it unset. */
+  execSync?(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult>;
+
   version(): Promise<RuntimeVersion>;
 
   /** Creates and readies a sandbox; returns its id. */

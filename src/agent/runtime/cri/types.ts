@@ -1,0 +1,267 @@
+// The CRI messages of api.proto as the client exchanges them: field names in lowerCamelCase (as
+// @grpc/proto-loader converts them), enums as their names, 64-bit integers as decimal strings on
+// the way in (numbers or strings on the way out), bytes as Buffers. Only the fields orchlet reads
+// or writes are declared; requests may leave any field out (proto3 zero value).
+
+export type Int64 = string | number;
+
+export interface KeyValue {
+  key: string;
+  value: string;
+}
+
+export type Protocol = 'TCP' | 'UDP' | 'SCTP';
+export type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
+export type MountPropagation = 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
+export type PodSandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
+export type ContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
+
+export interface VersionResponse {
+  version: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  runtimeApiVersion: string;
+}
+
+export interface RuntimeCondition {
+  type: string;
+  status: boolean;
+  reason: string;
+  message: string;
+}
+
+export interface StatusResponse {
+  status?: { conditions: RuntimeCondition[] };
+  info: Record<string, string>;
+}
+
+export interface DNSConfig {
+  servers?: string[];
+  searches?: string[];
+  options?: string[];
+}
+
+export interface PortMapping {
+  protocol?: Protocol;
+  containerPort?: number;
+  hostPort?: number;
+  hostIp?: string;
+}
+
+export interface Mount {
+  containerPath: string;
+  hostPath: string;
+  readonly?: boolean;
+  selinuxRelabel?: boolean;
+  propagation?: MountPropagation;
+}
+
+export interface NamespaceOption {
+  network?: NamespaceMode;
+  pid?: NamespaceMode;
+  ipc?: NamespaceMode;
+  targetId?: string;
+}
+
+export interface Int64Value {
+  value: Int64;
+}
+
+export interface ImageSpec {
+  image: string;
+  annotations?: Record<string, string>;
+}
+
+export interface LinuxContainerResources {
+  cpuPeriod?: Int64;
+  cpuQuota?: Int64;
+  cpuShares?: Int64;
+  memoryLimitInBytes?: Int64;
+  oomScoreAdj?: Int64;
+  cpusetCpus?: string;
+  cpusetMems?: string;
+  unified?: Record<string, string>;
+  memorySwapLimitInBytes?: Int64;
+}
+
+export interface LinuxSandboxSecurityContext {
+  namespaceOptions?: NamespaceOption;
+  runAsUser?: Int64Value;
+  runAsGroup?: Int64Value;
+  readonlyRootfs?: boolean;
+  supplementalGroups?: Int64[];
+  privileged?: boolean;
+}
+
+export interface LinuxPodSandboxConfig {
+  cgroupParent?: string;
+  securityContext?: LinuxSandboxSecurityContext;
+  sysctls?: Record<string, string>;
+}
+
+export interface PodSandboxMetadata {
+  name: string;
+  uid: string;
+  namespace: string;
+  attempt: number;
+}
+
+export interface PodSandboxConfig {
+  metadata: PodSandboxMetadata;
+  hostname?: string;
+  logDirectory?: string;
+  dnsConfig?: DNSConfig;
+  portMappings?: PortMapping[];
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  linux?: LinuxPodSandboxConfig;
+}
+
+export interface PodSandboxStatus {
+  id: string;
+  metadata?: PodSandboxMetadata;
+  state: PodSandboxState;
+  createdAt: string;
+  network?: { ip: string; additionalIps: { ip: string }[] };
+  linux?: { namespaces?: { options?: NamespaceOption } };
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  runtimeHandler: string;
+}
+
+export interface PodSandboxStatusResponse {
+  status?: PodSandboxStatus;
+  info: Record<string, string>;
+}
+
+export interface PodSandboxFilter {
+  id?: string;
+  state?: { state: PodSandboxState };
+  labelSelector?: Record<string, string>;
+}
+
+export interface PodSandbox {
+  id: string;
+  metadata?: PodSandboxMetadata;
+  state: PodSandboxState;
+  createdAt: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  runtimeHandler: string;
+}
+
+export interface Capability {
+  addCapabilities?: string[];
+  dropCapabilities?: string[];
+}
+
+export interface LinuxContainerSecurityContext {
+  capabilities?: Capability;
+  privileged?: boolean;
+  namespaceOptions?: NamespaceOption;
+  runAsUser?: Int64Value;
+  runAsUsername?: string;
+  readonlyRootfs?: boolean;
+  supplementalGroups?: Int64[];
+  noNewPrivs?: boolean;
+  runAsGroup?: Int64Value;
+  maskedPaths?: string[];
+  readonlyPaths?: string[];
+}
+
+export interface ContainerMetadata {
+  name: string;
+  attempt: number;
+}
+
+export interface ContainerConfig {
+  metadata: ContainerMetadata;
+  image: ImageSpec;
+  command?: string[];
+  args?: string[];
+  workingDir?: string;
+  envs?: KeyValue[];
+  mounts?: Mount[];
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  logPath?: string;
+  stdin?: boolean;
+  stdinOnce?: boolean;
+  tty?: boolean;
+  linux?: { resources?: LinuxContainerResources; securityContext?: LinuxContainerSecurityContext };
+}
+
+export interface ContainerFilter {
+  id?: string;
+  state?: { state: ContainerState };
+  podSandboxId?: string;
+  labelSelector?: Record<string, string>;
+}
+
+export interface Container {
+  id: string;
+  podSandboxId: string;
+  metadata?: ContainerMetadata;
+  image?: ImageSpec;
+  imageRef: string;
+  state: ContainerState;
+  createdAt: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface ContainerStatus {
+  id: string;
+  metadata?: ContainerMetadata;
+  state: ContainerState;
+  createdAt: string;
+  startedAt: string;
+  finishedAt: string;
+  exitCode: number;
+  image?: ImageSpec;
+  imageRef: string;
+  reason: string;
+  message: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  mounts: Mount[];
+  logPath: string;
+}
+
+export interface ContainerStatusResponse {
+  status?: ContainerStatus;
+  info: Record<string, string>;
+}
+
+export interface ExecSyncResponse {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number;
+}
+
+export interface Image {
+  id: string;
+  repoTags: string[];
+  repoDigests: string[];
+  size: string;
+  uid?: { value: string };
+  username: string;
+  spec?: ImageSpec;
+  pinned: boolean;
+}
+
+export interface AuthConfig {
+  username?: string;
+  password?: string;
+  auth?: string;
+  serverAddress?: string;
+  identityToken?: string;
+  registryToken?: string;
+}
+
+export interface FilesystemUsage {
+  timestamp: string;
+  fsId?: { mountpoint: string };
+  usedBytes?: { value: string };
+  inodesUsed?: { value: string };
+}
