@@ -5,16 +5,27 @@
  * apiserver.key the serving key) and reused on later starts while they are valid and cover the hosts.
  * Also issues CAs and client certificates for tests and tools (ECDSA P-256, SHA-256, PEM).
  */
-// @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata API.
-import 'reflect-metadata';
 import { X509Certificate, createPrivateKey, randomBytes, webcrypto, type KeyObject } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import * as x509 from '@peculiar/x509';
+import type * as X509 from '@peculiar/x509';
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+/**
+ * @peculiar/x509 (and the tsyringe and Reflect metadata it needs) costs about 15 MiB of memory, and is only
+ * needed to generate certificates: it is loaded on the first generation, not when stored ones are reused.
+ */
+let x509Module: Promise<typeof X509> | undefined;
+function loadX509(): Promise<typeof X509> {
+  x509Module ??= (async () => {
+    await import('reflect-metadata');
+    const x509 = await import('@peculiar/x509');
+    x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+    return x509;
+  })();
+  return x509Module;
+}
 
 export const SERVING_CERT_FILE = 'apiserver.crt';
 export const SERVING_KEY_FILE = 'apiserver.key';
@@ -84,6 +95,7 @@ export function servingHosts(extra: string[]): string[] {
 
 /** A new self-signed CA certificate (valid for a year) and its key. */
 export async function makeCA(commonName: string): Promise<CertAndKey> {
+  const x509 = await loadX509();
   const keys = await generateKeys();
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -118,7 +130,8 @@ export interface ClientCertOptions {
 
 /** A client certificate (clientAuth) signed by the given CA; Kubernetes reads CN as the user, O as groups. */
 export async function makeClientCert(opts: ClientCertOptions): Promise<CertAndKey> {
-  const subject: x509.JsonName = [{ CN: [opts.commonName] }];
+  const x509 = await loadX509();
+  const subject: X509.JsonName = [{ CN: [opts.commonName] }];
   for (const o of opts.organizations ?? []) subject.push({ O: [o] });
   return issue(opts.caCert, opts.caKey, subject, [
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
@@ -128,7 +141,8 @@ export async function makeClientCert(opts: ClientCertOptions): Promise<CertAndKe
 
 /** A serving certificate (serverAuth) for `hosts`, signed by the given CA. */
 export async function makeServingCert(caCert: string, caKey: string, commonName: string, hosts: string[]): Promise<CertAndKey> {
-  const names: x509.JsonGeneralName[] = hosts.map((h) =>
+  const x509 = await loadX509();
+  const names: X509.JsonGeneralName[] = hosts.map((h) =>
     isIP(h) ? { type: 'ip', value: h } : { type: 'dns', value: h },
   );
   return issue(caCert, caKey, [{ CN: [commonName] }], [
@@ -144,7 +158,8 @@ export function splitPemCertificates(pem: string): string[] {
   return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)?.map((c) => c + '\n') ?? [];
 }
 
-async function issue(caCertPem: string, caKeyPem: string, subject: x509.JsonName, extensions: x509.Extension[]): Promise<CertAndKey> {
+async function issue(caCertPem: string, caKeyPem: string, subject: X509.JsonName, extensions: X509.Extension[]): Promise<CertAndKey> {
+  const x509 = await loadX509();
   const ca = new x509.X509Certificate(caCertPem);
   const caKey = await importPrivateKey(caKeyPem);
   const keys = await generateKeys();
@@ -232,8 +247,8 @@ async function generateKeys(): Promise<webcrypto.CryptoKeyPair> {
 }
 
 async function exportKey(key: webcrypto.CryptoKey): Promise<string> {
-  const der = await webcrypto.subtle.exportKey('pkcs8', key);
-  return x509.PemConverter.encode(der, 'PRIVATE KEY') + '\n';
+  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key));
+  return createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }).export({ format: 'pem', type: 'pkcs8' }).toString();
 }
 
 async function importPrivateKey(pem: string): Promise<webcrypto.CryptoKey> {
