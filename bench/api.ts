@@ -39,11 +39,8 @@ interface BenchServer {
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Starts `bin/orch-apiserver` on a free port with the embedded store in a temporary file. */
-async function startServerProcess(): Promise<BenchServer> {
-  const dir = await mkdtemp(join(tmpdir(), 'orch-bench-'));
-  const token = 'bench-admin-token';
-  await writeFile(join(dir, 'tokens.csv'), `${token},admin,admin,"system:masters"\n`);
+/** Spawns `bin/orch-apiserver` on `dir` and resolves once it serves. */
+async function spawnServer(dir: string): Promise<{ child: ChildProcess; url: string }> {
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -68,6 +65,27 @@ async function startServerProcess(): Promise<BenchServer> {
     });
     child.once('exit', (code) => reject(new Error(`orch-apiserver exited with ${code}: ${err}`)));
   });
+  return { child, url };
+}
+
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/**
+ * Starts `bin/orch-apiserver` on a free port with the embedded store in a temporary file. It is started
+ * twice: the first start generates the self-signed certificate, the second (measured) reuses it, as a
+ * server does after its first start.
+ */
+async function startServerProcess(): Promise<BenchServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'orch-bench-'));
+  const token = 'bench-admin-token';
+  await writeFile(join(dir, 'tokens.csv'), `${token},admin,admin,"system:masters"\n`);
+  await stopServer((await spawnServer(dir)).child);
+  const { child, url } = await spawnServer(dir);
   const caCert = await readFile(join(dir, 'certs', 'apiserver.crt'), 'utf8');
   return {
     url,
@@ -94,9 +112,7 @@ async function startServerProcess(): Promise<BenchServer> {
       await new Promise((resolve) => setTimeout(resolve, 5000));
     },
     async stop() {
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      await exited;
+      await stopServer(child);
       await rm(dir, { recursive: true, force: true });
     },
   };
