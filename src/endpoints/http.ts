@@ -28,6 +28,26 @@ export const ALL_UNAUTHENTICATED = 'system:unauthenticated';
 export interface RequestContext {
   /** Set by withAuthentication before `next` runs. */
   user?: UserInfo;
+  /** Set by the audit filter when the request's audit level is above None. */
+  audit?: AuditRecorder;
+}
+
+/**
+ * What handlers and later filters tell the request's audit event (Kubernetes' audit.LogRequestObject and
+ * friends). Present only when the policy audits the request; each call is cheap when the level does not
+ * need what it is given. Objects are read at once and may be changed by the caller afterwards.
+ */
+export interface AuditRecorder {
+  /** The decoded body of a create or update: fills in the objectRef, and is recorded from level Request. */
+  logRequestObject(obj: unknown): void;
+  /** The body of a patch, recorded as is from level Request. */
+  logRequestPatch(patch: Buffer): void;
+  /** The object answered (a JSON Buffer is accepted): a Status becomes responseStatus; recorded at RequestResponse. */
+  logResponseObject(obj: unknown): void;
+  /** The user a request impersonates (impersonatedUser). */
+  logImpersonatedUser(user: UserInfo): void;
+  /** An annotation of the event (authorization decision, admission plugins). */
+  addAnnotation(key: string, value: string): void;
 }
 
 const contexts = new WeakMap<ApiRequest, RequestContext>();
@@ -52,3 +72,16 @@ export function setUser(req: ApiRequest, user: UserInfo): void {
   requestContext(req).user = user;
 }
 
+
+const responseAudits = new WeakMap<ApiResponse, AuditRecorder>();
+
+/** Attaches the request's audit recorder to it and to its response; for the audit filter. */
+export function setAuditRecorder(req: ApiRequest, res: ApiResponse, recorder: AuditRecorder): void {
+  requestContext(req).audit = recorder;
+  responseAudits.set(res, recorder);
+}
+
+/** The audit recorder of a request or of its response; undefined when the request is not audited. */
+export function getAuditRecorder(r: ApiRequest | ApiResponse): AuditRecorder | undefined {
+  return responseAudits.get(r as ApiResponse) ?? contexts.get(r as ApiRequest)?.audit;
+}

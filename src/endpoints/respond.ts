@@ -5,7 +5,7 @@
 import { stringify as toYaml } from 'yaml';
 import { StatusError, apiErrors } from '../registry/errors.js';
 import { encodeKubernetesProtobuf } from '../registry/protobuf.js';
-import type { ApiResponse } from './http.js';
+import { getAuditRecorder, type ApiResponse } from './http.js';
 
 export type MediaType = 'application/json' | 'application/yaml' | 'application/vnd.kubernetes.protobuf';
 export const PROTOBUF: MediaType = 'application/vnd.kubernetes.protobuf';
@@ -82,6 +82,7 @@ export function setWarnings(res: ApiResponse, warnings: readonly string[]): void
 }
 
 export function writeBody(res: ApiResponse, code: number, value: unknown, out: Pick<Output, 'mediaType' | 'pretty'>, method = 'GET'): void {
+  getAuditRecorder(res)?.logResponseObject(value);
   writeEncoded(res, code, encode(value, out), out.mediaType, method);
 }
 
