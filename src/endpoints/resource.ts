@@ -23,7 +23,7 @@ import { negotiateOutput, transformObject, watchEventTransformer, type OutputNeg
 import { applyPatch } from './patching.js';
 import { applyFieldValidation, cannotBeHandledMessage, checkFields, fieldValidationDirective, parseBody, unrecognizedObjectMessage } from '../registry/decode.js';
 import { REF_PREFIX, type Definitions } from '../registry/schema.js';
-import { decodeKubernetesProtobuf } from '../registry/protobuf.js';
+import { canEncodeProtobuf, decodeKubernetesProtobuf } from '../registry/protobuf.js';
 import { DEFAULT_VERBS } from '../registry/kind.js';
 
 export interface ResourceDeps {
@@ -41,7 +41,10 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
   let out: Output = { mediaType: 'application/json', pretty };
   try {
     const accept = header(req, 'accept');
-    let neg = negotiateOutput(accept, WITH_PROTOBUF);
+    const target = deps.registry.store(info.apiGroup, info.apiVersion, info.resource)?.decl;
+    // Kinds without protobuf descriptors are served as JSON or YAML only, as Kubernetes serves CRDs.
+    const protobuf = !target || canEncodeProtobuf(apiVersionOf(target), target.kind);
+    let neg = negotiateOutput(accept, protobuf ? WITH_PROTOBUF : undefined);
     // Conversions (Table, PartialObjectMetadata) are served as JSON or YAML only.
     if (neg.target !== 'object' && neg.target !== 'notAcceptable' && neg.mediaType === PROTOBUF) neg = negotiateOutput(accept);
     if (neg.target === 'notAcceptable') throw notAcceptable(accept);

@@ -46,6 +46,16 @@ export interface StrategyContext {
   /** The subresource being written ('' for the main resource, 'status', 'finalize'). */
   subresource: string;
   user?: { name: string; uid?: string; groups: string[] };
+  /** Server-wide settings some kinds follow (from the server's options). */
+  settings?: Readonly<KindSettings>;
+}
+
+/** Server options that kinds' strategies read; every field has Kubernetes' default when absent. */
+export interface KindSettings {
+  /** --allow-privileged: whether containers may ask for privileged mode (default false). */
+  allowPrivileged?: boolean;
+  /** --event-ttl in seconds (default 3600). */
+  eventTTLSeconds?: number;
 }
 
 export interface Strategy {
@@ -67,6 +77,12 @@ export interface Strategy {
   allowCreateOnUpdate?: boolean;
   /** Whether PUT without metadata.resourceVersion is allowed (last write wins). */
   allowUnconditionalUpdate?: boolean;
+  /**
+   * Graceful deletion (Kubernetes' RESTGracefulDeleteStrategy.CheckGracefulDelete): the grace period in
+   * seconds a delete of `obj` waits, given the gracePeriodSeconds the request asked for (undefined when it
+   * did not). 0 deletes at once. Kinds without this hook are deleted at once whatever the request says.
+   */
+  checkGracefulDelete?(obj: KObject, requested: number | undefined): number;
 }
 
 /** A subresource that writes part of the object (status, finalize): its own update strategy. */
@@ -85,8 +101,11 @@ export interface TableColumn {
   description: string;
   /** 0: shown by default; 1 and more: only with -o wide. */
   priority: number;
-  /** The cell; dates as RFC 3339 strings are shown as ages by kubectl when format is 'date' or name 'Age'. */
-  cell(obj: KObject): unknown;
+  /**
+   * The cell at time `now` (ms since the epoch); dates as RFC 3339 strings are shown as ages when the type
+   * is 'date' or the name 'Age'.
+   */
+  cell(obj: KObject, now?: number): unknown;
 }
 
 export interface KindDecl {

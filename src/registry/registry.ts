@@ -3,7 +3,7 @@
  */
 import type { Storage } from '../storage/factory.js';
 import { META_DEFINITIONS } from './definitions/meta.js';
-import type { KindDecl } from './kind.js';
+import type { KindDecl, KindSettings } from './kind.js';
 import type { Definitions } from './schema.js';
 import { ResourceStore, type Admission } from './store.js';
 
@@ -13,6 +13,8 @@ export interface RegistryConfig {
   featureGates: Readonly<Record<string, boolean>>;
   admission?: Admission;
   now?: () => Date;
+  /** Server settings the kinds' strategies read (--allow-privileged, --event-ttl, ...). */
+  settings?: KindSettings;
 }
 
 export class Registry {
@@ -33,6 +35,7 @@ export class Registry {
         definitions: this.definitions,
         ...(cfg.admission ? { admission: cfg.admission } : {}),
         ...(cfg.now ? { now: cfg.now } : {}),
+        ...(cfg.settings ? { settings: cfg.settings } : {}),
       });
       this.stores.set(`${decl.group}/${decl.version}/${decl.resource}`, store);
       cfg.storage.trackCount(decl.group, decl.resource, store.listPrefix(''));

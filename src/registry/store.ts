@@ -20,7 +20,7 @@ import {
   type FieldError,
 } from '../util/validation.js';
 import { apiErrors, fromStorageError, isStatusError, type GroupResource } from './errors.js';
-import { apiVersionOf, type KObject, type KindDecl, type StrategyContext } from './kind.js';
+import { apiVersionOf, type KObject, type KindDecl, type KindSettings, type StrategyContext } from './kind.js';
 import { openWatch, type ApiWatch } from './watch.js';
 import { FieldSet, pe, refSchema, trackUpdate } from './managedfields.js';
 import type { Definitions } from './schema.js';
@@ -72,6 +72,8 @@ export interface StoreDeps {
   now?: () => Date;
   /** Every schema (for managedFields tracking); without it managedFields are not recorded. */
   definitions?: Definitions;
+  /** Server settings the kinds' strategies read. */
+  settings?: Readonly<KindSettings>;
 }
 
 /**
@@ -191,6 +193,7 @@ export class ResourceStore {
       featureGates: this.deps.featureGates,
       namespace: scope.namespace,
       subresource,
+      settings: this.deps.settings ?? {},
       ...(scope.user ? { user: scope.user } : {}),
     };
   }
@@ -484,8 +487,14 @@ export class ResourceStore {
       if (scope.dryRun) return { object: obj, created: false };
       // An update that changes nothing is not written (and keeps its resourceVersion), as Kubernetes.
       if (isDeepStrictEqual(this.stripVersion(obj), this.stripVersion(old))) return { object: old, created: false };
-      // A deleted object whose last finalizer went away is removed.
-      if (obj.metadata?.deletionTimestamp && !(obj.metadata.finalizers?.length) && !this.heldBySpec(obj)) {
+      // A deleted object whose last finalizer went away is removed, unless a grace period is still running
+      // (Kubernetes' shouldDeleteDuringUpdate: no finalizers and a deletion grace period of 0).
+      if (
+        obj.metadata?.deletionTimestamp &&
+        !(obj.metadata.finalizers?.length) &&
+        !this.heldBySpec(obj) &&
+        (old.metadata?.deletionGracePeriodSeconds ?? 0) === 0
+      ) {
         try {
           const del = await this.deps.kv.delete(key, current!.modRevision);
           if (this.observers.size > 0) this.written(name, null, del.revision);
@@ -637,7 +646,9 @@ export class ResourceStore {
         user: scope.user,
         dryRun: !!scope.dryRun,
       });
-      const marked = this.markForDeletion(scope, obj, opts);
+      const graceful = this.gracefulDeletion(obj, opts);
+      if (graceful === 'pending') return { object: obj, deleted: false };
+      const marked = this.markForDeletion(scope, graceful ?? obj, opts);
       if (marked) {
         if (scope.dryRun || isDeepStrictEqual(marked, obj)) return { object: marked, deleted: false };
         try {
@@ -662,12 +673,46 @@ export class ResourceStore {
     }
   }
 
+  /**
+   * Kubernetes' rest.BeforeDelete for kinds with graceful deletion (strategy.checkGracefulDelete): the object
+   * marked with deletionTimestamp (now + grace) and deletionGracePeriodSeconds when a grace period applies;
+   * 'pending' when it is already being deleted and the request does not shorten the grace period (nothing
+   * to write); undefined when the kind has no graceful deletion. A grace period of 0 is marked too: nothing
+   * but finalizers then keeps the object.
+   */
+  private gracefulDeletion(obj: KObject, opts: DeleteOptions): KObject | 'pending' | undefined {
+    const strategy = this.decl.strategy;
+    if (!strategy.checkGracefulDelete) return undefined;
+    const meta = obj.metadata ?? {};
+    const nowMs = this.deps.now ? this.deps.now().getTime() : Date.now();
+    const stamp = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    let grace: number;
+    let deletionMs: number;
+    if (meta.deletionTimestamp) {
+      // Already being deleted: only a shorter grace period may be set.
+      const current = meta.deletionGracePeriodSeconds;
+      if (opts.gracePeriodSeconds === undefined) return 'pending';
+      if (current !== undefined && opts.gracePeriodSeconds >= current) return 'pending';
+      grace = opts.gracePeriodSeconds;
+      deletionMs = Date.parse(meta.deletionTimestamp) - (current ?? 0) * 1000 + grace * 1000;
+    } else {
+      grace = strategy.checkGracefulDelete(obj, opts.gracePeriodSeconds);
+      deletionMs = nowMs + grace * 1000;
+    }
+    const marked = structuredClone(obj);
+    marked.metadata!.deletionTimestamp = stamp(deletionMs);
+    marked.metadata!.deletionGracePeriodSeconds = grace;
+    return marked;
+  }
+
   /** The object to store instead of deleting it (finalizers pending), or null to delete it now. */
   private markForDeletion(scope: RequestScope, obj: KObject, opts: DeleteOptions): KObject | null {
     const marked = structuredClone(obj);
     const meta = marked.metadata!;
     const now = this.now();
     const finalizers = [...(meta.finalizers ?? [])];
+    // A graceful deletion in progress keeps the object whatever its finalizers.
+    const gracePending = (meta.deletionGracePeriodSeconds ?? 0) > 0;
     if (opts.propagationPolicy === 'Foreground' && !finalizers.includes('foregroundDeletion') && !meta.deletionTimestamp) {
       finalizers.push('foregroundDeletion');
     }
@@ -680,7 +725,7 @@ export class ResourceStore {
       if (merged.length > 0) sm.finalizers = merged;
       return special;
     }
-    if (finalizers.length === 0) return null;
+    if (finalizers.length === 0) return gracePending ? marked : null;
     meta.finalizers = finalizers;
     if (!meta.deletionTimestamp) {
       meta.deletionTimestamp = now;

@@ -9,6 +9,7 @@ import { secretKind } from './secret.js';
 import { serviceAccountKind } from './serviceaccount.js';
 import { leaseKind } from './lease.js';
 import { nodeKind } from './node.js';
+import { podKind } from './pod/index.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -17,8 +18,9 @@ export { secretKind } from './secret.js';
 export { serviceAccountKind } from './serviceaccount.js';
 export { leaseKind } from './lease.js';
 export { nodeKind } from './node.js';
+export { podKind } from './pod/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
