@@ -1,21 +1,41 @@
 // The node agent, wired: sources → merge → pod workers → pod sync → runtime, with the status manager
-// on the side. Standalone mode only so far: pods come from --pod-manifest-path.
+// on the side, the agent's servers in front, and in API-server mode (config.api) the Node, its
+// Lease, the API pod source, mirror pods and status posting (apimode.ts).
 //
-//   FileSource ──SET──▶ PodMerge ──ADD/UPDATE/DELETE──▶ PodWorkers ──▶ PodSyncer ──▶ Runtime
-//                                                          ▲                         │
-//                                     runtime events, back-off ends, resync ◀────────┘
+//   FileSource ─┐
+//   UrlSource  ─┼─SET─▶ PodMerge ──ADD/UPDATE/DELETE──▶ PodWorkers ──▶ PodSyncer ──▶ Runtime
+//   PushSource ─┤                                          ▲                         │
+//   ApiSource  ─┘                     runtime events, back-off ends, resync ◀────────┘
 import { mkdir } from 'node:fs/promises';
-import { hostname } from 'node:os';
-import { resolve } from 'node:path';
+import { freemem, hostname, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ApiMode, isStatic, type ApiModeConfig } from './apimode.js';
 import type { BackoffOptions } from './backoff.js';
+import type { Json } from './client/client.js';
+import { NO_EVENTS } from './events.js';
+import { fsSize } from './node/hostinfo.js';
 import { PodSyncer } from './podsync.js';
 import { ProcessRuntime } from './runtime/process.js';
 import type { Runtime } from './runtime/runtime.js';
+import { agentServingCert } from './server/certs.js';
+import { logContainerID } from './server/logs.js';
+import { AgentServers, type AgentServerOptions, type LogTarget, type ServerHost } from './server/server.js';
 import { FileSource } from './sources/file.js';
 import { PodMerge, type PodSnapshot, type PodUpdate } from './sources/merge.js';
+import { PushSource } from './sources/push.js';
+import { UrlSource } from './sources/url.js';
+import { isTerminal } from './status.js';
 import { StatusManager } from './status-manager.js';
+import { rfc3339 } from './time.js';
+import type { Pod } from './types.js';
 import { podFullName } from './types.js';
 import { PodWorkers } from './workers.js';
+
+export interface AgentServerConfig extends Omit<AgentServerOptions, 'cert' | 'key'> {
+  certDir: string;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+}
 
 export interface AgentConfig {
   nodeName: string;
@@ -24,13 +44,24 @@ export interface AgentConfig {
   podManifestPath?: string;
   /** --file-check-frequency in ms. */
   fileCheckFrequencyMs: number;
+  /** --manifest-url and --manifest-url-header; no URL source when unset. */
+  manifestURL?: string;
+  manifestURLHeaders?: Record<string, string[]>;
+  /** --http-check-frequency in ms. */
+  httpCheckFrequencyMs?: number;
   /** --sync-frequency in ms: every pod is synced at least this often. */
   syncFrequencyMs: number;
+  /** The node's IP: hostIP and podIP of every pod (the process runtime shares the host's network). */
+  nodeIP?: string;
   /** Whether privileged containers (the only way to run as root) are allowed; default false. */
   allowPrivileged?: boolean;
   /** Defaults to the built-in process runtime. */
   runtime?: Runtime;
   backoff?: BackoffOptions;
+  /** The agent's servers; none when unset. The manifest endpoint source comes with them. */
+  server?: AgentServerConfig;
+  /** API-server mode; standalone when unset. */
+  api?: ApiModeConfig;
   log?: (level: 'info' | 'error', message: string) => void;
 }
 
@@ -40,43 +71,65 @@ export function nodeNameOf(hostnameOverride: string | undefined): string {
   return n.toLowerCase();
 }
 
-export class Agent {
+export class Agent implements ServerHost {
   readonly statusManager = new StatusManager();
   readonly runtime: Runtime;
   readonly syncer: PodSyncer;
   readonly workers: PodWorkers;
+  readonly api: ApiMode | undefined;
+  servers: AgentServers | undefined;
+  manifests: PushSource | undefined;
   private readonly merge = new PodMerge({
     onDuplicate: (pod, source) => this.log('error', `pod ${podFullName(pod)} from source ${source} is a duplicate; ignored`),
   });
   private fileSource: FileSource | undefined;
+  private urlSource: UrlSource | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private stopped = false;
+  private readonly startedAt = new Date();
 
   constructor(private readonly config: AgentConfig) {
     this.runtime = config.runtime ?? new ProcessRuntime({ allowPrivileged: config.allowPrivileged === true });
+    this.api = config.api
+      ? new ApiMode(config.api, {
+          rootDir: resolve(config.rootDir),
+          statusManager: this.statusManager,
+          onSnapshot: (s) => this.onSnapshot(s),
+          log: (level, m) => this.log(level, m),
+        })
+      : undefined;
     this.syncer = new PodSyncer({
       runtime: this.runtime,
       statusManager: this.statusManager,
       rootDir: resolve(config.rootDir),
       allowPrivileged: config.allowPrivileged === true,
+      events: this.api?.events ?? NO_EVENTS,
+      ...(config.nodeIP !== undefined ? { hostIP: config.nodeIP } : {}),
       ...(config.backoff ? { backoff: config.backoff } : {}),
     });
     this.workers = new PodWorkers(this.syncer, {
       onError: (pod, err) => this.log('error', `sync of pod ${podFullName(pod)} failed: ${err instanceof Error ? err.message : String(err)}`),
       onStateChange: (pod, state) => this.log('info', `pod ${podFullName(pod)} (${pod.metadata.uid}): ${state}`),
+      ...(this.api ? { beforeCleanup: (pod: Pod) => this.api!.podTerminated(pod) } : {}),
     });
   }
 
-  /** Starts the runtime event feed, the periodic resync and the sources; resolves after the first read of each source. */
+  /**
+   * Starts the runtime event feed, the periodic resync, the servers, API mode and the sources;
+   * resolves after the first read of each local source (API registration goes on in the background).
+   */
   async start(): Promise<void> {
-    await mkdir(resolve(this.config.rootDir, 'pods'), { recursive: true, mode: 0o750 });
+    const root = resolve(this.config.rootDir);
+    await mkdir(join(root, 'pods'), { recursive: true, mode: 0o750 });
     this.unsubscribe = this.runtime.onContainerEvent((e) => {
       const uid = this.syncer.uidOfSandbox(e.podSandboxId);
       if (uid !== undefined) this.workers.sync(uid);
     });
     // Kept referenced: this timer is what keeps a standalone agent alive with no pods.
     this.resyncTimer = setInterval(() => this.workers.syncAll(), Math.max(1000, this.config.syncFrequencyMs || 60_000));
+    if (this.config.server) await this.startServers(this.config.server);
+    this.api?.start(this.servers?.port ?? this.config.server?.port ?? 0);
     if (this.config.podManifestPath !== undefined && this.config.podManifestPath !== '') {
       this.fileSource = new FileSource({
         path: resolve(this.config.podManifestPath),
@@ -87,33 +140,135 @@ export class Agent {
       });
       await this.fileSource.start();
     }
+    if (this.config.manifestURL !== undefined && this.config.manifestURL !== '') {
+      this.urlSource = new UrlSource({
+        url: this.config.manifestURL,
+        headers: this.config.manifestURLHeaders ?? {},
+        nodeName: this.config.nodeName,
+        periodMs: this.config.httpCheckFrequencyMs ?? 20_000,
+        onSnapshot: (s) => this.onSnapshot(s),
+        onError: (err) => this.log('error', `manifest URL: ${err.message}`),
+      });
+      await this.urlSource.start();
+    }
+  }
+
+  private async startServers(s: AgentServerConfig): Promise<void> {
+    if (s.enableServer) {
+      this.manifests = new PushSource(join(resolve(this.config.rootDir), 'manifests'), this.config.nodeName, (snap) => this.onSnapshot(snap), (name, err) =>
+        this.log('error', `submitted manifest ${name} skipped: ${err.message}`),
+      );
+      await this.manifests.start();
+    }
+    const pair = s.enableServer
+      ? await agentServingCert({
+          certDir: s.certDir,
+          ...(s.tlsCertFile !== undefined ? { certFile: s.tlsCertFile } : {}),
+          ...(s.tlsPrivateKeyFile !== undefined ? { keyFile: s.tlsPrivateKeyFile } : {}),
+          hostname: this.config.api?.host.hostname ?? hostname().toLowerCase(),
+          ips: this.config.nodeIP !== undefined ? [this.config.nodeIP] : [],
+        })
+      : { cert: '', key: '' };
+    this.servers = new AgentServers(this, { ...s, ...pair });
+    await this.servers.start();
   }
 
   /** Feeds one snapshot through the merge to the workers (sources call this; tests may too). */
   onSnapshot(snapshot: PodSnapshot): void {
     if (this.stopped) return;
     for (const u of this.merge.apply(snapshot)) this.dispatch(u);
+    if (snapshot.source !== 'api') this.api?.mirrors.setStatic(this.merge.pods().filter(isStatic));
   }
 
-  /** Stops the sources, terminates every pod gracefully, then shuts the runtime down. */
+  /** Stops the sources, terminates every pod gracefully, then shuts the runtime and servers down. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     this.fileSource?.stop();
+    this.urlSource?.stop();
+    this.api?.stop();
     clearInterval(this.resyncTimer);
     await this.workers.terminateAll();
     this.unsubscribe?.();
     await this.runtime.shutdown(0);
+    await this.servers?.stop();
+    this.api?.close();
   }
 
   private dispatch(u: PodUpdate): void {
     for (const pod of u.pods) {
-      this.log('info', `${u.op} pod ${podFullName(pod)} (${pod.metadata.uid}) from source ${u.source}`);
+      const uid = pod.metadata.uid;
+      if (u.op !== 'DELETE' && pod.metadata.deletionTimestamp !== undefined) {
+        if (this.workers.state(uid) === undefined) {
+          // Never run here (or already done): nothing to stop, only the deletion to finish.
+          if (u.source === 'api') void this.api?.deletePod(pod).catch((err: unknown) => this.log('error', `deleting pod ${podFullName(pod)}: ${String(err)}`));
+          continue;
+        }
+        this.log('info', `pod ${podFullName(pod)} (${uid}) is being deleted, grace period ${pod.metadata.deletionGracePeriodSeconds ?? 'default'}`);
+        this.workers.update('DELETE', pod, pod.metadata.deletionGracePeriodSeconds);
+        continue;
+      }
+      if (u.op === 'ADD' && u.source === 'api' && isTerminal(pod.status?.phase ?? 'Pending')) continue; // finished before this agent saw it
+      this.log('info', `${u.op} pod ${podFullName(pod)} (${uid}) from source ${u.source}`);
       this.workers.update(u.op, pod);
     }
   }
 
   private log(level: 'info' | 'error', message: string): void {
     this.config.log?.(level, message);
+  }
+
+  // ---- ServerHost: what the agent's servers show ----
+
+  pods(): Pod[] {
+    return this.merge.pods().map((p) => {
+      const status = this.statusManager.getPodStatus(p.metadata.uid);
+      return status ? { ...p, status } : p;
+    });
+  }
+
+  podByName(namespace: string, name: string): Pod | undefined {
+    return this.pods().find((p) => p.metadata.namespace === namespace && p.metadata.name === name);
+  }
+
+  async logTarget(pod: Pod, container: string, previous: boolean): Promise<LogTarget | string> {
+    const found = logContainerID(this.statusManager.getPodStatus(pod.metadata.uid) ?? pod.status, pod.metadata.name, container, previous);
+    if ('error' in found) return found.error;
+    const id = found.id.replace(/^[a-z]+:\/\//, '');
+    const st = await this.runtime.containerStatus(id).catch(() => undefined);
+    if (!st) return `container "${container}" in pod "${pod.metadata.name}" is not available`;
+    return {
+      path: st.logPath,
+      running: async () => (await this.runtime.containerStatus(id).catch(() => undefined))?.state === 'CONTAINER_RUNNING',
+    };
+  }
+
+  async runningPods(): Promise<Json[]> {
+    const sandboxes = await this.runtime.listPodSandbox({ state: 'SANDBOX_READY' });
+    const containers = await this.runtime.listContainers({ state: 'CONTAINER_RUNNING' });
+    return sandboxes
+      .map((s) => ({
+        metadata: { name: s.metadata.name, namespace: s.metadata.namespace, uid: s.metadata.uid, creationTimestamp: null },
+        spec: { containers: containers.filter((c) => c.podSandboxId === s.id).map((c) => ({ name: c.metadata.name, image: c.image, resources: {} })) },
+        status: {},
+      }))
+      .filter((p) => p.spec.containers.length > 0);
+  }
+
+  /** A basic /stats/summary: node memory and filesystem, and the pods with their containers. */
+  async statsSummary(): Promise<Json> {
+    const now = rfc3339(new Date());
+    const fs = await fsSize(resolve(this.config.rootDir));
+    const mem = { time: now, availableBytes: freemem(), usageBytes: totalmem() - freemem(), workingSetBytes: totalmem() - freemem() };
+    const fsStats = { time: now, availableBytes: fs.available, capacityBytes: fs.capacity, usedBytes: fs.capacity - fs.available, inodesFree: fs.inodesFree, inodes: fs.inodes, inodesUsed: fs.inodes - fs.inodesFree };
+    const pods = [...this.statusManager.all().values()].map(({ pod, status }) => ({
+      podRef: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
+      startTime: status.startTime,
+      containers: status.containerStatuses.filter((c) => c.state.running).map((c) => ({ name: c.name, startTime: c.state.running?.startedAt })),
+    }));
+    return {
+      node: { nodeName: this.config.nodeName, systemContainers: [], startTime: rfc3339(this.startedAt), memory: mem, fs: fsStats, runtime: { imageFs: fsStats } },
+      pods,
+    };
   }
 }

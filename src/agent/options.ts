@@ -121,6 +121,22 @@ function checkNodeLabels(labels: Record<string, string>): string | undefined {
   return undefined;
 }
 
+function checkTaints(taints: Record<string, string>): string | undefined {
+  for (const [key, rest] of Object.entries(taints)) {
+    const keyErrors = isQualifiedName(key);
+    if (keyErrors.length > 0) return `"${key}" is not a valid taint key: ${keyErrors.join('; ')}`;
+    const i = rest.lastIndexOf(':');
+    const effect = i < 0 ? '' : rest.slice(i + 1);
+    if (!['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(effect)) {
+      return `taint "${key}=${rest}": the effect must be one of NoSchedule, PreferNoSchedule, NoExecute (key=value:effect)`;
+    }
+    const value = i < 0 ? rest : rest.slice(0, i);
+    const valueErrors = isValidLabelValue(value);
+    if (valueErrors.length > 0) return `taint "${key}=${rest}": invalid value: ${valueErrors.join('; ')}`;
+  }
+  return undefined;
+}
+
 function checkEnforceNodeAllocatable(list: string[]): string | undefined {
   if (list.includes('none') && list.length > 1) return "'none' must not be combined with other values";
   return undefined;
@@ -241,9 +257,10 @@ export const AGENT_FLAGS = [
       { configField: 'enableControllerAttachDetach' },
     ),
     flag('enable-debugging-handlers', 'bool', 'true', 'Serve log collection and local command execution endpoints.', {
+      status: S,
       configField: 'enableDebuggingHandlers',
     }),
-    flag('enable-server', 'bool', 'true', "Enable the agent's server.", { configField: 'enableServer' }),
+    flag('enable-server', 'bool', 'true', "Enable the agent's server.", { status: S, configField: 'enableServer' }),
     flag(
       'enforce-node-allocatable',
       'strings',
@@ -335,8 +352,9 @@ export const AGENT_FLAGS = [
       values: ['promiscuous-bridge', 'hairpin-veth', 'none'],
       configField: 'hairpinMode',
     }),
-    flag('healthz-bind-address', 'ip', '127.0.0.1', 'Address of the health server.', { configField: 'healthzBindAddress' }),
+    flag('healthz-bind-address', 'ip', '127.0.0.1', 'Address of the health server.', { status: S, configField: 'healthzBindAddress' }),
     flag('healthz-port', 'int32', '10248', 'Port of the local health endpoint; 0 disables.', {
+      status: S,
       configField: 'healthzPort',
       validate: inRange(0, 65535),
     }),
@@ -398,6 +416,7 @@ export const AGENT_FLAGS = [
       { configField: 'kernelMemcgNotification' },
     ),
     flag('orch-api-content-type', 'string', 'application/vnd.orch.protobuf', 'Content type of requests to the server.', {
+      status: S,
       aliases: ['kube-api-content-type'],
       configField: 'contentType',
     }),
@@ -406,7 +425,7 @@ export const AGENT_FLAGS = [
       'mapStringString',
       undefined,
       "'<resource>=<quantity>' pairs reserved for system components of the orchestrator (cpu, memory, local ephemeral-storage).",
-      { aliases: ['kube-reserved'], configField: 'kubeReserved' },
+      { status: S, aliases: ['kube-reserved'], configField: 'kubeReserved' },
     ),
     flag('orch-reserved-cgroup', 'string', '', 'Top-level cgroup managing those components, e.g. /orch-reserved.', {
       aliases: ['kube-reserved-cgroup'],
@@ -504,6 +523,13 @@ export const AGENT_FLAGS = [
       "Labels added at registration (alpha), 'key=value' separated by commas. Labels in the reserved domains (kubernetes.io, k8s.io, orch.io) must be under an allowed prefix (kubelet.kubernetes.io, node.kubernetes.io, orchlet.orch.io, node.orch.io) or be one of the allowed arch, hostname, os, instance-type, region and zone labels.",
       { status: S, validate: checkNodeLabels },
     ),
+    flag(
+      'node-lease-duration-seconds',
+      'int32',
+      '40',
+      "Duration of the node's Lease in kube-node-lease; it is renewed every quarter of it (KubeletConfiguration nodeLeaseDurationSeconds).",
+      { status: S, configField: 'nodeLeaseDurationSeconds', validate: positive },
+    ),
     flag('node-status-max-images', 'int32', '50', 'Images reported in node status; -1 no cap.', {
       configField: 'nodeStatusMaxImages',
     }),
@@ -554,7 +580,7 @@ export const AGENT_FLAGS = [
     flag('protect-kernel-defaults', 'bool', 'false', 'Error if kernel tunables differ from agent defaults.', {
       configField: 'protectKernelDefaults',
     }),
-    flag('provider-id', 'string', undefined, 'Unique identifier of the node in a machine database.', { configField: 'providerID' }),
+    flag('provider-id', 'string', undefined, 'Unique identifier of the node in a machine database.', { status: S, configField: 'providerID' }),
     flag(
       'qos-reserved',
       'mapStringString',
@@ -577,13 +603,14 @@ export const AGENT_FLAGS = [
       'bool',
       'true',
       'Register as schedulable; no effect if --register-node is false (deprecated).',
+      { status: S },
     ),
     flag(
       'register-with-taints',
       'mapStringString',
       undefined,
       "Taints '<key>=<value>:<effect>', comma-separated; no-op if --register-node is false.",
-      { configField: 'registerWithTaints' },
+      { status: S, configField: 'registerWithTaints', validate: checkTaints },
     ),
     flag('registry-burst', 'int32', '10', 'Burst of image pulls; used only if --registry-qps > 0.', {
       configField: 'registryBurst',
@@ -653,7 +680,7 @@ export const AGENT_FLAGS = [
       'mapStringString',
       undefined,
       "'<resource>=<quantity>' reserved for non-orchestrator components (cpu, memory).",
-      { configField: 'systemReserved' },
+      { status: S, configField: 'systemReserved' },
     ),
     flag('system-reserved-cgroup', 'string', '', 'Top-level cgroup managing them, e.g. /system-reserved.', {
       configField: 'systemReservedCgroup',
@@ -686,7 +713,7 @@ export const AGENT_FLAGS = [
       'bool',
       'true',
       "Anonymous requests to the agent's server get username 'system:anonymous' and group 'system:unauthenticated'.",
-      { configField: 'authentication.anonymous.enabled' },
+      { status: S, configField: 'authentication.anonymous.enabled' },
     ),
     flag('authentication-token-webhook', 'bool', 'false', 'Use the token review API to authenticate bearer tokens.', {
       configField: 'authentication.webhook.enabled',
@@ -695,6 +722,7 @@ export const AGENT_FLAGS = [
       configField: 'authentication.webhook.cacheTTL',
     }),
     flag('authorization-mode', 'enum', 'AlwaysAllow', 'AlwaysAllow or Webhook (access review API).', {
+      status: S,
       values: ['AlwaysAllow', 'Webhook'],
       configField: 'authorization.mode',
     }),
@@ -709,22 +737,23 @@ export const AGENT_FLAGS = [
       'string',
       undefined,
       'Certificates signed by an authority in this file authenticate as the certificate CommonName.',
-      { configField: 'authentication.x509.clientCAFile' },
+      { status: S, configField: 'authentication.x509.clientCAFile' },
     ),
     flag(
       'cert-dir',
       'string',
       '/var/lib/orchlet/pki',
       'Directory of TLS certificates; ignored if certificate and key files are given.',
+      { status: S },
     ),
     flag(
       'tls-cert-file',
       'string',
       undefined,
       'Serving x509 certificate (intermediates concatenated after it); if it and the key file are absent a self-signed pair is generated into --cert-dir.',
-      { configField: 'tlsCertFile' },
+      { status: S, configField: 'tlsCertFile' },
     ),
-    flag('tls-private-key-file', 'string', undefined, 'Key matching the certificate.', { configField: 'tlsPrivateKeyFile' }),
+    flag('tls-private-key-file', 'string', undefined, 'Key matching the certificate.', { status: S, configField: 'tlsPrivateKeyFile' }),
     flag('tls-min-version', 'enum', undefined, `One of ${TLS_VERSIONS.join(', ')}.`, {
       values: TLS_VERSIONS,
       configField: 'tlsMinVersion',
@@ -753,6 +782,7 @@ export const AGENT_FLAGS = [
   ]),
   ...flagGroup('Events', [
     flag('event-qps', 'int32', '5', 'Rate limit of event creation; at least 0; 0 uses the default 5.', {
+      status: S,
       configField: 'eventRecordQPS',
       validate: nonNegative,
     }),
@@ -761,7 +791,7 @@ export const AGENT_FLAGS = [
       'int32',
       '10',
       'Burst size of event records, without exceeding --event-qps; at least 0; 0 uses the default 10.',
-      { configField: 'eventBurst', validate: nonNegative },
+      { status: S, configField: 'eventBurst', validate: nonNegative },
     ),
   ]),
   ...flagGroup('Limits', [
@@ -772,9 +802,10 @@ export const AGENT_FLAGS = [
       'int32',
       '5',
       'Request rate to the server, excluding events and node heartbeats; at least 0; 0 uses 5.',
-      { aliases: ['kube-api-qps'], configField: 'kubeAPIQPS', validate: nonNegative },
+      { status: S, aliases: ['kube-api-qps'], configField: 'kubeAPIQPS', validate: nonNegative },
     ),
     flag('orch-api-burst', 'int32', '10', 'Burst to the server; at least 0; 0 uses 10.', {
+      status: S,
       aliases: ['kube-api-burst'],
       configField: 'kubeAPIBurst',
       validate: nonNegative,

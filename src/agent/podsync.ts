@@ -10,6 +10,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Backoff, backoffMessage, KUBELET_BACKOFF, type BackoffOptions } from './backoff.js';
+import { NO_EVENTS, type EventSink, type EventType } from './events.js';
 import { effectiveSecurityContext, resolveIdentity } from './runtime/identity.js';
 import { RuntimeError, type ContainerConfig, type PodSandboxConfig, type Runtime } from './runtime/runtime.js';
 import type * as rt from './runtime/runtime.js';
@@ -43,6 +44,8 @@ export interface PodSyncerOptions {
   backoff?: BackoffOptions;
   hostIP?: string;
   now?: () => Date;
+  /** Where Pulled, Created, Started, Killing, BackOff and Failed events go. */
+  events?: EventSink;
 }
 
 interface PodState {
@@ -62,10 +65,27 @@ export class PodSyncer implements PodLifecycle {
   private readonly pods = new Map<string, PodState>();
   private readonly backoff: Backoff;
   private readonly now: () => Date;
+  private readonly events: EventSink;
 
   constructor(private readonly o: PodSyncerOptions) {
     this.backoff = new Backoff(o.backoff ?? KUBELET_BACKOFF);
     this.now = o.now ?? (() => new Date());
+    this.events = o.events ?? NO_EVENTS;
+  }
+
+  /** An event about container `c` of `pod` (kubelet's reference with fieldPath spec.containers{name}). */
+  private containerEvent(pod: Pod, c: Container, type: EventType, reason: string, message: string): void {
+    const init = (pod.spec.initContainers ?? []).some((x) => x.name === c.name);
+    const ref = {
+      kind: 'Pod',
+      apiVersion: 'v1',
+      namespace: pod.metadata.namespace,
+      name: pod.metadata.name,
+      uid: pod.metadata.uid,
+      fieldPath: `spec.${init ? 'initContainers' : 'containers'}{${c.name}}`,
+      ...(typeof pod.metadata.resourceVersion === 'string' ? { resourceVersion: pod.metadata.resourceVersion } : {}),
+    };
+    this.events.event(ref, type, reason, message);
   }
 
   /** The pod UID a sandbox belongs to (to route runtime events to workers). */
@@ -114,6 +134,10 @@ export class PodSyncer implements PodLifecycle {
   async terminatePod(pod: Pod, gracePeriodSeconds: number): Promise<void> {
     const st = this.pods.get(pod.metadata.uid);
     if (!st?.sandboxId) return;
+    const instances = await this.instances(st);
+    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
+      if (instances.get(c.name)?.latest?.state === 'CONTAINER_RUNNING') this.containerEvent(pod, c, 'Normal', 'Killing', `Stopping container ${c.name}`);
+    }
     await this.o.runtime.stopPodSandbox(st.sandboxId, gracePeriodSeconds);
     st.waiting.clear();
     this.writeStatus(pod, st, await this.instances(st));
@@ -177,6 +201,7 @@ export class PodSyncer implements PodLifecycle {
       const b = this.backoff.inBackoff(key, exitedAt);
       if (b.wait) {
         st.waiting.set(c.name, { reason: 'CrashLoopBackOff', message: backoffMessage(b.backoffMs, c.name, name, namespace, uid) });
+        this.containerEvent(pod, c, 'Warning', 'BackOff', 'Back-off restarting failed container');
         return b.remainingMs;
       }
       this.backoff.next(key, exitedAt);
@@ -185,21 +210,28 @@ export class PodSyncer implements PodLifecycle {
     const built = this.containerConfig(pod, c, attempt);
     if (typeof built === 'string') {
       st.waiting.set(c.name, { reason: 'CreateContainerConfigError', message: built });
+      this.containerEvent(pod, c, 'Warning', 'Failed', `Error: ${built}`);
       return undefined;
     }
+    // The process runtime has no images: what kubelet says for an image already on the node.
+    this.containerEvent(pod, c, 'Normal', 'Pulled', `Container image "${c.image}" already present on machine`);
     let id: string;
     try {
       id = await this.o.runtime.createContainer(sandboxId, built, st.sandboxConfig!);
     } catch (err) {
       const refused = err instanceof RuntimeError && err.code === 'ConfigRefused';
       st.waiting.set(c.name, { reason: refused ? 'CreateContainerConfigError' : 'CreateContainerError', message: errorText(err) });
+      this.containerEvent(pod, c, 'Warning', 'Failed', `Error: ${errorText(err)}`);
       return undefined;
     }
+    this.containerEvent(pod, c, 'Normal', 'Created', `Created container ${c.name}`);
     await this.remember(st, c.name, id);
     try {
       await this.o.runtime.startContainer(id);
+      this.containerEvent(pod, c, 'Normal', 'Started', `Started container ${c.name}`);
     } catch (err) {
       st.waiting.set(c.name, { reason: 'RunContainerError', message: errorText(err) });
+      this.containerEvent(pod, c, 'Warning', 'Failed', `Error: ${errorText(err)}`);
     }
     return undefined;
   }

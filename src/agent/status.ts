@@ -208,6 +208,7 @@ export function buildPodStatus(input: PodStatusInput): PodStatus {
   if (input.hostIP !== undefined) {
     status.hostIP = input.hostIP;
     status.podIP = input.hostIP; // process runtime: every pod shares the host's network
+    status.podIPs = [{ ip: input.hostIP }];
   }
   return status;
 }

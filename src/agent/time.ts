@@ -15,3 +15,8 @@ export function rfc3339Nano(d: Date, extraNanos = 0): string {
 export function rfc3339(d: Date): string {
   return d.toISOString().slice(0, 19) + 'Z';
 }
+
+/** metav1.MicroTime: RFC 3339 with exactly six fractional digits. */
+export function microTime(d: Date): string {
+  return `${d.toISOString().slice(0, 23)}000Z`;
+}

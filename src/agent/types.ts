@@ -9,6 +9,8 @@ export interface ObjectMeta {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  resourceVersion?: string;
   [extra: string]: unknown;
 }
 
@@ -105,6 +107,7 @@ export interface PodStatus {
   reason?: string;
   hostIP?: string;
   podIP?: string;
+  podIPs?: { ip: string }[];
   startTime?: string;
   initContainerStatuses?: ContainerStatus[];
   containerStatuses: ContainerStatus[];

@@ -21,6 +21,11 @@ export interface PodWorkersOptions {
   errorBackoffMs?: number;
   onError?: (pod: Pod, err: unknown) => void;
   onStateChange?: (pod: Pod, state: PodWorkerState) => void;
+  /**
+   * Called once a deleted pod's containers are stopped and before its cleanup (its final status is
+   * still in the status manager): API mode posts that status and deletes the pod on the server.
+   */
+  beforeCleanup?: (pod: Pod) => Promise<void>;
 }
 
 interface Worker {
@@ -60,6 +65,7 @@ export class PodWorkers {
     } else if ((type === 'ADD' || type === 'UPDATE') && w.deleteGrace === undefined) {
       w.pod = structuredClone(pod);
     }
+    if (type === 'DELETE' && pod.metadata.deletionTimestamp !== undefined) w.pod = structuredClone(pod);
     this.kick(w);
   }
 
@@ -124,6 +130,7 @@ export class PodWorkers {
     if (w.deleteGrace !== undefined) {
       this.setState(w, 'terminating');
       await this.lifecycle.terminatePod(w.pod, w.deleteGrace);
+      await this.options.beforeCleanup?.(w.pod).catch((err: unknown) => this.options.onError?.(w.pod, err));
       await this.lifecycle.cleanupPod(w.pod);
       this.setState(w, 'terminated');
       w.dirty = false;

@@ -1,20 +1,21 @@
-import { Agent, nodeNameOf } from '../agent/agent.js';
+import { readFile } from 'node:fs/promises';
+import { Agent, nodeNameOf, type AgentConfig } from '../agent/agent.js';
+import { loadKubeconfig } from '../agent/client/kubeconfig.js';
+import { defaultNodeIP, readHostFacts } from '../agent/node/hostinfo.js';
+import { parseTaints } from '../agent/node/nodestatus.js';
 import { agentHelp, parseAgentOptions, type AgentOptions } from '../agent/options.js';
-import { versionLine } from '../util/version.js';
+import { ProcessRuntime } from '../agent/runtime/process.js';
+import { versionInfo, versionLine } from '../util/version.js';
 import { fail, stopOnSignals } from './run.js';
 
 const PROGRAM = 'orchlet';
 
 /**
  * Options the option table accepts (status 'supported') whose behaviour is not built yet: refused
- * with a clear message rather than silently ignored. Standalone mode uses --pod-manifest-path,
- * --file-check-frequency, --root-dir, --sync-frequency, --hostname-override and -v.
+ * with a clear message rather than silently ignored.
  */
 const NOT_YET: Record<string, string> = {
-  orchconfig: 'API-server mode is not implemented yet (run standalone with --pod-manifest-path)',
   config: 'configuration files are not implemented yet',
-  'manifest-url': 'the URL pod source is not implemented yet',
-  'manifest-url-header': 'the URL pod source is not implemented yet',
   'container-runtime-endpoint': 'only the built-in process runtime exists so far',
 };
 
@@ -22,6 +23,82 @@ function checkImplemented(o: AgentOptions): void {
   for (const [name, why] of Object.entries(NOT_YET)) {
     if (o.explicitFlags.has(name)) throw new Error(`--${name}: ${why}`);
   }
+  if (o.authorizationMode === 'Webhook') throw new Error('--authorization-mode: Webhook is not implemented yet (AlwaysAllow is)');
+}
+
+export type Logger = (level: 'info' | 'error', message: string) => void;
+
+/** The agent's configuration from its parsed options (reads the kubeconfig, the client CA and the host's facts). */
+export async function agentConfigFromOptions(options: AgentOptions, log: Logger): Promise<AgentConfig> {
+  const nodeName = nodeNameOf(options.hostnameOverride);
+  const nodeIPs = (options.nodeIp ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (nodeIPs.length === 0) nodeIPs.push(defaultNodeIP());
+  const runtime = new ProcessRuntime({ allowPrivileged: false });
+  const config: AgentConfig = {
+    nodeName,
+    rootDir: options.rootDir,
+    fileCheckFrequencyMs: options.fileCheckFrequency,
+    syncFrequencyMs: options.syncFrequency,
+    httpCheckFrequencyMs: options.httpCheckFrequency,
+    nodeIP: nodeIPs[0]!,
+    runtime,
+    log,
+  };
+  if (options.podManifestPath !== undefined && options.podManifestPath !== '') config.podManifestPath = options.podManifestPath;
+  if (options.manifestUrl !== undefined && options.manifestUrl !== '') {
+    config.manifestURL = options.manifestUrl;
+    config.manifestURLHeaders = options.manifestUrlHeader;
+  }
+  config.server = {
+    address: options.address,
+    port: options.port,
+    readOnlyPort: options.readOnlyPort,
+    healthzAddress: options.healthzBindAddress,
+    healthzPort: options.healthzPort,
+    enableServer: options.enableServer,
+    enableDebuggingHandlers: options.enableDebuggingHandlers,
+    anonymousAuth: options.anonymousAuth,
+    certDir: options.certDir,
+    ...(options.clientCaFile !== undefined ? { clientCA: await readFile(options.clientCaFile, 'utf8') } : {}),
+    ...(options.tlsCertFile !== undefined ? { tlsCertFile: options.tlsCertFile } : {}),
+    ...(options.tlsPrivateKeyFile !== undefined ? { tlsPrivateKeyFile: options.tlsPrivateKeyFile } : {}),
+  };
+  if (options.orchconfig !== undefined && options.orchconfig !== '') {
+    const contentType = options.orchApiContentType;
+    if (options.explicitFlags.has('orch-api-content-type') && contentType !== 'application/json') {
+      log('info', `--orch-api-content-type=${contentType}: orchlet talks JSON to the server (application/json)`);
+    }
+    const rt = await runtime.version();
+    config.api = {
+      client: await loadKubeconfig(options.orchconfig),
+      qps: options.orchApiQps || 5,
+      burst: options.orchApiBurst || 10,
+      eventQPS: options.eventQps || 5,
+      eventBurst: options.eventBurst || 10,
+      node: {
+        nodeName,
+        nodeIPs,
+        labels: options.nodeLabels ?? {},
+        taints: options.registerNode ? parseTaints(options.registerWithTaints) : [],
+        registerSchedulable: options.registerSchedulable,
+        ...(options.providerId !== undefined ? { providerID: options.providerId } : {}),
+        maxPods: options.maxPods,
+        reserved: [options.orchReserved ?? {}, options.systemReserved ?? {}],
+        evictionHard: options.evictionHard ?? {},
+        containerRuntimeVersion: `${rt.runtimeName}://${rt.runtimeVersion}`,
+        kubeletVersion: versionInfo().gitVersion,
+        controllerManagedAttachDetach: options.enableControllerAttachDetach,
+      },
+      host: await readHostFacts(options.rootDir, nodeName),
+      registerNode: options.registerNode,
+      statusUpdateFrequencyMs: options.nodeStatusUpdateFrequency,
+      leaseDurationSeconds: options.nodeLeaseDurationSeconds,
+    };
+  }
+  return config;
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -40,25 +117,23 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(versionLine(PROGRAM) + '\n');
     return;
   }
-  const log = (level: 'info' | 'error', message: string): void => {
+  const log: Logger = (level, message) => {
     process.stderr.write(`${PROGRAM}: ${level === 'error' ? 'E' : 'I'} ${message}\n`);
   };
-  const agent = new Agent({
-    nodeName: nodeNameOf(options.hostnameOverride),
-    rootDir: options.rootDir,
-    ...(options.podManifestPath !== undefined ? { podManifestPath: options.podManifestPath } : {}),
-    fileCheckFrequencyMs: options.fileCheckFrequency,
-    syncFrequencyMs: options.syncFrequency,
-    log,
-  });
+  let agent: Agent;
+  try {
+    agent = new Agent(await agentConfigFromOptions(options, log));
+  } catch (err) {
+    fail(PROGRAM, err);
+  }
   stopOnSignals(PROGRAM, () => agent.stop());
   try {
     await agent.start();
   } catch (err) {
     fail(PROGRAM, err);
   }
-  if (options.podManifestPath === undefined) {
-    log('info', 'no --pod-manifest-path given and API-server mode is not implemented yet: no pods will run');
-  }
-  log('info', `running standalone as node ${nodeNameOf(options.hostnameOverride)}, root dir ${options.rootDir}`);
+  const servers = agent.servers;
+  const where = servers && servers.port > 0 ? `, serving on port ${servers.port}` : '';
+  const mode = options.orchconfig ? `registering with the server of ${options.orchconfig}` : 'standalone';
+  log('info', `running ${mode} as node ${nodeNameOf(options.hostnameOverride)}, root dir ${options.rootDir}${where}`);
 }

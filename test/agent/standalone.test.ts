@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseLog } from '../../src/agent/runtime/crilog.js';
 import { waitFor } from './runtime-contract.js';
+import { freePort } from '../helpers/agent.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 
@@ -47,7 +48,9 @@ void describe('orchlet standalone (bin/orchlet)', () => {
       },
     });
     await writeFile(join(manifests, 'web.yaml'), JSON.stringify(pod('web', 'app')));
-    const child = spawn(process.execPath, [ORCHLET, '--pod-manifest-path', manifests, '--root-dir', root, '--file-check-frequency', '1s', '--hostname-override', 'e2e-node'], {
+    const port = await freePort();
+    const serverArgs = ['--port', String(port), '--read-only-port', '0', '--healthz-port', '0', '--cert-dir', join(dir, 'pki'), '--address', '127.0.0.1'];
+    const child = spawn(process.execPath, [ORCHLET, '--pod-manifest-path', manifests, '--root-dir', root, '--file-check-frequency', '1s', '--hostname-override', 'e2e-node', ...serverArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -94,12 +97,19 @@ void describe('orchlet standalone (bin/orchlet)', () => {
     }
   });
 
-  void it('refuses options whose behaviour is not built yet', async () => {
-    const child = spawn(process.execPath, [ORCHLET, '--orchconfig', '/nonexistent'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
-    assert.equal(code, 1);
-    assert.match(stderr, /--orchconfig: API-server mode is not implemented yet/);
+  void it('refuses options whose behaviour is not built yet, and a kubeconfig it cannot read', async () => {
+    const run = async (args: string[]): Promise<{ code: number | null; stderr: string }> => {
+      const child = spawn(process.execPath, [ORCHLET, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      return { code, stderr };
+    };
+    const webhook = await run(['--authorization-mode', 'Webhook']);
+    assert.equal(webhook.code, 1);
+    assert.match(webhook.stderr, /--authorization-mode: Webhook is not implemented yet/);
+    const missing = await run(['--orchconfig', '/nonexistent/kubeconfig']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /kubeconfig \/nonexistent\/kubeconfig: ENOENT/);
   });
 });

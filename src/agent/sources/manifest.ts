@@ -1,10 +1,13 @@
 // Decoding, checking and defaulting of pod manifests read by the file source (and later the URL
 // source), with kubelet's identity for static pods (pkg/kubelet/config/common.go):
-//   uid          md5 of the manifest, then "host:<node>" and "file:<path>"; kept if the manifest sets one
+//   uid          md5 of the manifest, then "host:<node>" and "file:<path>" for files, "url:<url>" for the
+//                URL source and "url:orchlet-manifest:<name>" for manifests submitted to the agent's
+//                endpoint; kept if the manifest sets one
 //   name         <name>-<nodeName>
 //   namespace    'default' when absent
 //   spec.nodeName the node
-//   annotations  kubernetes.io/config.hash (= uid), kubernetes.io/config.source (= 'file');
+//   annotations  kubernetes.io/config.hash (= uid), kubernetes.io/config.source ('file', 'http' for the
+//                URL source, 'push' for the agent's manifest endpoint);
 //                kubernetes.io/config.seen is added by the merge when it first sees the pod.
 // The hash is taken over the manifest's JSON with object keys sorted, so key order and YAML vs JSON
 // spelling do not change a pod's identity; any change of content does (an edited manifest is a new
@@ -18,7 +21,9 @@ export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
 export const CONFIG_HASH_ANNOTATION = 'kubernetes.io/config.hash';
 export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
 
-export type SourceName = 'file' | 'http' | 'api';
+export type SourceName = 'file' | 'http' | 'push' | 'api';
+
+export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 
 /** Thrown for a manifest that cannot be decoded or is not a valid pod; the message says why. */
 export class ManifestError extends Error {
@@ -132,11 +137,13 @@ function checkSecurityContext(sc: unknown, path: string): string[] {
 }
 
 /** The static-pod identity hash (see the file comment): 32 hex digits. */
-export function staticPodHash(manifest: unknown, nodeName: string, sourcePath: string): string {
+export function staticPodHash(manifest: unknown, nodeName: string, sourcePath: string, source: SourceName = 'file'): string {
   const h = createHash('md5');
   h.update(canonicalJSON(manifest));
-  h.update(`host:${nodeName}`);
-  h.update(`file:${sourcePath}`);
+  if (source === 'file') {
+    h.update(`host:${nodeName}`);
+    h.update(`file:${sourcePath}`);
+  } else h.update(`url:${sourcePath}`);
   return h.digest('hex');
 }
 
@@ -148,7 +155,7 @@ export function staticPodHash(manifest: unknown, nodeName: string, sourcePath: s
 export function staticPodFromManifest(manifest: Record<string, unknown>, source: SourceName, nodeName: string, sourcePath: string): Pod {
   const obj = structuredClone(manifest) as unknown as Pod;
   const meta = obj.metadata;
-  const uid = typeof meta.uid === 'string' && meta.uid !== '' ? meta.uid : staticPodHash(manifest, nodeName, sourcePath);
+  const uid = typeof meta.uid === 'string' && meta.uid !== '' ? meta.uid : staticPodHash(manifest, nodeName, sourcePath, source);
   meta.uid = uid;
   meta.name = `${meta.name}-${nodeName.toLowerCase()}`;
   if (typeof meta.namespace !== 'string' || meta.namespace === '') meta.namespace = 'default';
@@ -184,4 +191,15 @@ export function canonicalJSON(v: unknown): string {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Decodes, checks and turns one manifest text into static pods; throws ManifestError naming the problems. */
+export function podsFromManifestText(text: string, source: SourceName, nodeName: string, sourcePath: string): Pod[] {
+  if (text.trim() === '') return [];
+  const objects = decodeManifest(text);
+  for (const obj of objects) {
+    const problems = checkPodManifest(obj);
+    if (problems.length > 0) throw new ManifestError(`invalid pod: ${problems.join('; ')}`);
+  }
+  return objects.map((obj) => staticPodFromManifest(obj, source, nodeName, sourcePath));
 }

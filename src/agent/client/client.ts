@@ -1,0 +1,214 @@
+// A small Kubernetes API client for orchlet: JSON over HTTPS (HTTP/1.1 with keep-alive), bearer
+// token or client certificate, the verbs the agent needs, and watch streams. Every request of a
+// client takes a token from its rate limiter first (--orch-api-qps/--orch-api-burst for the main
+// client, --event-qps/--event-burst for events, none for heartbeats: see withLimiter).
+//
+// Content type: JSON only. --orch-api-content-type asks for protobuf by default; orchlet speaks
+// JSON to the server whatever it says (every Kubernetes API server accepts JSON).
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ClientRequest } from 'node:http';
+import { URL } from 'node:url';
+import type { ClientConfig } from './kubeconfig.js';
+import { TokenBucket } from './ratelimit.js';
+
+export type Json = Record<string, unknown>;
+
+/** A non-2xx answer; `status` is the decoded metav1.Status when the server sent one. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+    readonly status?: Json,
+  ) {
+    super(message);
+  }
+}
+
+export const isNotFound = (err: unknown): boolean => err instanceof ApiError && err.code === 404;
+export const isConflict = (err: unknown): boolean => err instanceof ApiError && err.code === 409;
+export const isAlreadyExists = (err: unknown): boolean => err instanceof ApiError && err.code === 409 && err.reason === 'AlreadyExists';
+export const isGone = (err: unknown): boolean => err instanceof ApiError && err.code === 410;
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  /** Content type of the body (application/json unless a patch type is given). */
+  contentType?: string;
+  /** Gives up after this many ms (default 60 s; watches set their own). */
+  timeoutMs?: number;
+}
+
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: Json;
+}
+
+export interface WatchHandle {
+  /** Resolves when the stream ends (server timeout, error or stop()); rejects with ApiError for a non-2xx answer. */
+  done: Promise<void>;
+  stop(): void;
+}
+
+export interface ApiClientOptions {
+  userAgent?: string;
+  /** Requests per second; <= 0: no limit. */
+  qps?: number;
+  burst?: number;
+}
+
+export class ApiClient {
+  private readonly url: URL;
+  private readonly agent: HttpsAgent | HttpAgent;
+  private readonly headers: Record<string, string>;
+
+  constructor(
+    readonly config: ClientConfig,
+    private readonly options: ApiClientOptions = {},
+    readonly limiter: TokenBucket = new TokenBucket(options.qps ?? 5, options.burst ?? 10),
+    agent?: HttpsAgent | HttpAgent,
+  ) {
+    this.url = new URL(config.server);
+    const tls = this.url.protocol === 'https:';
+    this.agent =
+      agent ??
+      (tls
+        ? new HttpsAgent({
+            keepAlive: true,
+            maxSockets: 64,
+            ...(config.ca !== undefined ? { ca: config.ca } : {}),
+            ...(config.cert !== undefined ? { cert: config.cert, key: config.key } : {}),
+            ...(config.tlsServerName !== undefined ? { servername: config.tlsServerName } : {}),
+            rejectUnauthorized: config.insecureSkipTLSVerify !== true,
+          })
+        : new HttpAgent({ keepAlive: true, maxSockets: 64 }));
+    this.headers = {
+      'user-agent': options.userAgent ?? 'orchlet',
+      accept: 'application/json',
+      ...(config.token !== undefined ? { authorization: `Bearer ${config.token}` } : {}),
+    };
+  }
+
+  /** The same server and connections with another rate limiter (qps <= 0: unlimited). */
+  withLimiter(qps: number, burst: number): ApiClient {
+    return new ApiClient(this.config, this.options, new TokenBucket(qps, burst), this.agent);
+  }
+
+  async get<T = Json>(path: string, query?: RequestOptions['query']): Promise<T> {
+    return this.request<T>('GET', path, query ? { query } : {});
+  }
+  async create<T = Json>(path: string, body: unknown): Promise<T> {
+    return this.request<T>('POST', path, { body });
+  }
+  async update<T = Json>(path: string, body: unknown): Promise<T> {
+    return this.request<T>('PUT', path, { body });
+  }
+  /** PATCH; `type` 'strategic' | 'merge' | 'json'. */
+  async patch<T = Json>(path: string, body: unknown, type: 'strategic' | 'merge' | 'json' = 'strategic'): Promise<T> {
+    const contentType = { strategic: 'application/strategic-merge-patch+json', merge: 'application/merge-patch+json', json: 'application/json-patch+json' }[type];
+    return this.request<T>('PATCH', path, { body, contentType });
+  }
+  async delete<T = Json>(path: string, options?: Json): Promise<T> {
+    return this.request<T>('DELETE', path, options ? { body: { kind: 'DeleteOptions', apiVersion: 'v1', ...options } } : {});
+  }
+
+  /** One request; resolves with the decoded JSON answer, rejects with ApiError (or a transport error). */
+  async request<T = Json>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    await this.limiter.take();
+    const res = await this.send(method, path, opts);
+    const text = await readAll(res);
+    const code = res.statusCode ?? 0;
+    if (code < 200 || code >= 300) throw toApiError(code, text);
+    return (text === '' ? {} : JSON.parse(text)) as T;
+  }
+
+  /**
+   * Starts a watch: GET `path`?watch=true with `query`. Each decoded event goes to `onEvent` in
+   * order. The limiter is used once, for the request that opens the stream.
+   */
+  async watch(path: string, query: RequestOptions['query'], onEvent: (e: WatchEvent) => void): Promise<WatchHandle> {
+    await this.limiter.take();
+    let req: ClientRequest | undefined;
+    const res = await this.send('GET', path, { query: { ...query, watch: true }, timeoutMs: 0 }, (r) => (req = r));
+    const code = res.statusCode ?? 0;
+    if (code < 200 || code >= 300) throw toApiError(code, await readAll(res));
+    let stopped = false;
+    const done = new Promise<void>((resolve) => {
+      let buf = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buf += chunk;
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (line === '' || stopped) continue;
+          try {
+            onEvent(JSON.parse(line) as WatchEvent);
+          } catch {
+            // a malformed frame ends nothing; the next list repairs what was missed
+          }
+        }
+      });
+      res.on('end', () => resolve());
+      res.on('close', () => resolve());
+      res.on('error', () => resolve());
+    });
+    return {
+      done,
+      stop: () => {
+        stopped = true;
+        req?.destroy();
+        res.destroy();
+      },
+    };
+  }
+
+  /** Closes idle connections. */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private send(method: string, path: string, opts: RequestOptions, onRequest?: (r: ClientRequest) => void): Promise<IncomingMessage> {
+    const url = new URL(this.url.pathname.replace(/\/$/, '') + path, this.url);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const body = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
+    const headers: Record<string, string> = { ...this.headers };
+    if (body) {
+      headers['content-type'] = opts.contentType ?? 'application/json';
+      headers['content-length'] = String(body.length);
+    }
+    const doRequest = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise((resolve, reject) => {
+      const req = doRequest(url, { method, headers, agent: this.agent }, resolve);
+      onRequest?.(req);
+      req.on('error', reject);
+      const timeout = opts.timeoutMs ?? 60_000;
+      if (timeout > 0) req.setTimeout(timeout, () => req.destroy(new Error(`${method} ${path}: timed out after ${timeout} ms`)));
+      req.end(body);
+    });
+  }
+}
+
+function readAll(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}
+
+function toApiError(code: number, text: string): ApiError {
+  let status: Json | undefined;
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (typeof parsed === 'object' && parsed !== null && (parsed as Json).kind === 'Status') status = parsed as Json;
+  } catch {
+    // not JSON
+  }
+  const reason = typeof status?.reason === 'string' ? status.reason : '';
+  const message = typeof status?.message === 'string' ? status.message : text.trim() || `HTTP ${code}`;
+  return new ApiError(code, reason, message, status);
+}

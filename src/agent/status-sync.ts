@@ -1,0 +1,115 @@
+// Posting pod status to the API server (the sending half of kubelet's status manager). The status
+// manager says which pods' statuses changed; this keeps a set of dirty pods and sends each one's
+// newest status with one strategic-merge PATCH of pods/<name>/status carrying metadata.uid, so a pod
+// that was replaced under the same name is never written. Changes that arrive while a pod waits for
+// the rate limiter fold into one request: a pod is posted at most once per token, never once per
+// transition. A status equal to the one last posted is not sent again. Every 10 s all pods are
+// checked again (a failed post, a recreated mirror pod).
+//
+// Static pods are posted to their mirror pods (the mirror's uid and name); a static pod without a
+// mirror yet stays dirty until the mirror appears.
+import type { ApiClient, Json } from './client/client.js';
+import { isConflict, isNotFound } from './client/client.js';
+import type { StatusManager } from './status-manager.js';
+import type { Pod, PodStatus } from './types.js';
+
+export interface StatusTarget {
+  namespace: string;
+  name: string;
+  uid: string;
+  /** The status the server holds now (for fields to clear), if known. */
+  current?: Json;
+}
+
+export interface StatusSyncOptions {
+  client: ApiClient;
+  statusManager: StatusManager;
+  /** Where the status of a pod goes; undefined: nowhere yet. */
+  target: (pod: Pod) => StatusTarget | undefined;
+  log: (level: 'info' | 'error', message: string) => void;
+  /** Requests in flight at once (they still take limiter tokens one by one). */
+  concurrency?: number;
+  periodMs?: number;
+}
+
+export class StatusSync {
+  private readonly dirty = new Set<string>();
+  /** uid -> JSON of the last status posted, with the target uid. */
+  private readonly posted = new Map<string, string>();
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private workers = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private stopped = false;
+
+  constructor(private readonly o: StatusSyncOptions) {}
+
+  start(): void {
+    this.unsubscribe = this.o.statusManager.onChange((uid, entry) => {
+      if (entry) this.mark(uid);
+      else this.posted.delete(uid);
+    });
+    this.timer = setInterval(() => {
+      for (const uid of this.o.statusManager.all().keys()) this.mark(uid);
+    }, this.o.periodMs ?? 10_000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.unsubscribe?.();
+  }
+
+  /** Asks for the status of `uid` to be (re)considered. */
+  mark(uid: string): void {
+    if (this.stopped) return;
+    this.dirty.add(uid);
+    while (this.workers < (this.o.concurrency ?? 4) && this.dirty.size > this.workers) {
+      this.workers++;
+      void this.work().finally(() => this.workers--);
+    }
+  }
+
+  /** Posts the status of `uid` now if it is not the one last posted; resolves when done. */
+  async flush(uid: string): Promise<void> {
+    await this.inFlight.get(uid);
+    this.dirty.delete(uid);
+    await this.send(uid);
+  }
+
+  private async work(): Promise<void> {
+    while (!this.stopped) {
+      const uid = [...this.dirty].find((u) => !this.inFlight.has(u));
+      if (uid === undefined) return;
+      this.dirty.delete(uid);
+      const p = this.send(uid);
+      this.inFlight.set(uid, p);
+      await p.finally(() => this.inFlight.delete(uid));
+    }
+  }
+
+  private async send(uid: string): Promise<void> {
+    const entry = this.o.statusManager.all().get(uid);
+    if (!entry) return;
+    const target = this.o.target(entry.pod);
+    if (!target) return;
+    const body = JSON.stringify(entry.status);
+    const sig = `${target.uid}:${body}`;
+    if (this.posted.get(uid) === sig) return;
+    try {
+      await this.o.client.patch(`/api/v1/namespaces/${target.namespace}/pods/${target.name}/status`, statusPatch(target, entry.status), 'strategic');
+      this.posted.set(uid, sig);
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) return; // the pod is gone or was replaced: nothing to write
+      this.o.log('error', `posting the status of pod ${target.namespace}/${target.name}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+}
+
+/** The PATCH body: the whole status, with fields the server has and we do not set cleared. */
+export function statusPatch(target: StatusTarget, status: PodStatus): Json {
+  const s: Json = { ...status };
+  for (const k of Object.keys(target.current ?? {})) if (!(k in s) && !['nominatedNodeName', 'ephemeralContainerStatuses'].includes(k)) s[k] = null;
+  return { metadata: { uid: target.uid }, status: s };
+}
