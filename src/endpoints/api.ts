@@ -8,6 +8,7 @@ import { serveOpenAPI } from './openapi.js';
 import { parseBoolParam, requestInfo } from './requestinfo.js';
 import { notFoundPath, serveResource, type ResourceDeps } from './resource.js';
 import { writeError } from './respond.js';
+import type { KindDecl } from '../registry/kind.js';
 
 export interface Mux {
   handle(path: string, handler: Handler): void;
@@ -19,6 +20,8 @@ export interface ApiDeps extends ResourceDeps {
   serverAddress: () => string;
   /** The server's gitVersion, for OpenAPI info.version. */
   version: string;
+  /** The kinds served over HTTP (--runtime-config); default every kind of the registry. */
+  servedKinds?: readonly KindDecl[];
 }
 
 function split(req: ApiRequest): { path: string; query: URLSearchParams } {
@@ -41,7 +44,8 @@ function send(res: ApiResponse, status: number, headers: Record<string, string>,
 }
 
 export function installApi(mux: Mux, deps: ApiDeps): void {
-  const kinds = deps.registry.kinds;
+  const kinds = deps.servedKinds ?? deps.registry.kinds;
+  const served = new Set(kinds);
   const json = { mediaType: 'application/json' as const, pretty: false };
 
   const api: Handler = async (req, res) => {
@@ -57,7 +61,8 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
       return send(res, r.status, r.headers, r.body, method);
     }
     const info = requestInfo(method, path, query);
-    if (!info.isResourceRequest || !deps.registry.store(info.apiGroup, info.apiVersion, info.resource)) {
+    const store = info.isResourceRequest ? deps.registry.store(info.apiGroup, info.apiVersion, info.resource) : undefined;
+    if (!store || !served.has(store.decl)) {
       return writeError(res, notFoundPath(), { ...json, pretty: parseBoolParam(query.get('pretty')) ?? false });
     }
     await serveResource(req, res, info, query, deps);

@@ -15,6 +15,8 @@ export interface RegistryConfig {
   now?: () => Date;
   /** Server settings the kinds' strategies read (--allow-privileged, --event-ttl, ...). */
   settings?: KindSettings;
+  /** --delete-collection-workers (default 1). */
+  deleteCollectionWorkers?: number;
 }
 
 export class Registry {
@@ -36,6 +38,7 @@ export class Registry {
         ...(cfg.admission ? { admission: cfg.admission } : {}),
         ...(cfg.now ? { now: cfg.now } : {}),
         ...(cfg.settings ? { settings: cfg.settings } : {}),
+        ...(cfg.deleteCollectionWorkers ? { deleteCollectionWorkers: cfg.deleteCollectionWorkers } : {}),
       });
       this.stores.set(`${decl.group}/${decl.version}/${decl.resource}`, store);
       cfg.storage.trackCount(decl.group, decl.resource, store.listPrefix(''));

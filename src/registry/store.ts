@@ -74,6 +74,8 @@ export interface StoreDeps {
   definitions?: Definitions;
   /** Server settings the kinds' strategies read. */
   settings?: Readonly<KindSettings>;
+  /** --delete-collection-workers: deletes a delete-collection runs at once (default 1). */
+  deleteCollectionWorkers?: number;
 }
 
 /**
@@ -737,16 +739,26 @@ export class ResourceStore {
   /** Deletes every object the list options select; returns the objects as deleted or marked. */
   async deleteCollection(scope: RequestScope, listOpts: ListOptions, opts: DeleteOptions = {}): Promise<KObject[]> {
     const list = await this.list(scope, { ...listOpts, limit: 0, continue: undefined });
-    const out: KObject[] = [];
-    for (const item of list.items as KObject[]) {
-      try {
-        out.push((await this.delete({ ...scope, namespace: item.metadata?.namespace ?? scope.namespace }, item.metadata!.name!, opts)).object);
-      } catch (err) {
-        if (isStatusError(err, 'NotFound')) continue;
-        throw err;
+    const items = list.items as KObject[];
+    const out: (KObject | undefined)[] = new Array<KObject | undefined>(items.length);
+    // --delete-collection-workers: that many deletes in flight at once (Kubernetes' DeleteCollection workers).
+    let next = 0;
+    let failure: Error | undefined;
+    const worker = async (): Promise<void> => {
+      while (failure === undefined && next < items.length) {
+        const i = next++;
+        const item = items[i]!;
+        try {
+          out[i] = (await this.delete({ ...scope, namespace: item.metadata?.namespace ?? scope.namespace }, item.metadata!.name!, opts)).object;
+        } catch (err) {
+          if (!isStatusError(err, 'NotFound')) failure ??= err instanceof Error ? err : new Error(String(err));
+        }
       }
-    }
-    return out;
+    };
+    const workers = Math.max(1, Math.min(this.deps.deleteCollectionWorkers ?? 1, items.length));
+    await Promise.all(Array.from({ length: workers }, worker));
+    if (failure !== undefined) throw failure;
+    return out.filter((o): o is KObject => o !== undefined);
   }
 }
 

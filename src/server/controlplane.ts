@@ -17,6 +17,10 @@ import { storageObjectInUseProtection } from '../registry/admission/storage-obje
 import type { Controller } from './controllers/runner.js';
 import type { ServerOptions } from './options.js';
 import { createApiServer, type ApiServer, type ServerConfig } from './server.js';
+import { createLogger, type LogFormat, type Logger } from '../util/log.js';
+import { registerStorageMetrics } from './metrics.js';
+import { servedKinds } from './runtimeconfig.js';
+import { startIdentityLease } from './identity.js';
 
 export interface ControlPlane {
   readonly server: ApiServer;
@@ -42,6 +46,17 @@ export function storageConfigFrom(o: ServerOptions): StorageConfig {
     dbMetricPollIntervalMs: o.kvstoreDbMetricPollInterval,
     dataDir: o.dataDir,
   };
+}
+
+/** The logger of -v, --vmodule, --logging-format, --log-flush-frequency and --experimental-logging-sanitization. */
+export function loggerFrom(o: ServerOptions): Logger {
+  return createLogger({
+    verbosity: o.v,
+    vmodule: o.vmodule,
+    format: o.loggingFormat as LogFormat,
+    flushFrequencyMs: o.logFlushFrequency,
+    sanitization: o.experimentalLoggingSanitization,
+  });
 }
 
 export function serverConfigFrom(o: ServerOptions, logger?: (message: string) => void): ServerConfig {
@@ -75,6 +90,14 @@ export function serverConfigFrom(o: ServerOptions, logger?: (message: string) =>
     enablePriorityAndFairness: o.enablePriorityAndFairness && o.featureGates.APIPriorityAndFairness === true,
     requestTimeoutMs: o.requestTimeout,
     shutdownSendRetryAfter: o.shutdownSendRetryAfter,
+    profiling: o.profiling,
+    metrics: {
+      disabledMetrics: o.disabledMetrics,
+      allowMetricLabels: o.allowMetricLabels,
+      showHiddenMetricsForVersion: o.showHiddenMetricsForVersion,
+    },
+    maxConnectionBytesPerSec: o.maxConnectionBytesPerSec,
+    responseCompression: o.featureGates.APIResponseCompression === true,
     versionInfo,
     ...(logger ? { logger } : {}),
   };
@@ -85,10 +108,12 @@ export async function createControlPlane(
   options: ServerOptions,
   overrides: { securePort?: number; logger?: (message: string) => void } = {},
 ): Promise<ControlPlane> {
-  const storage = await openStorage(storageConfigFrom(options));
+  servedKinds(BUILTIN_KINDS, options.runtimeConfig); // validates --runtime-config before anything opens
+  const logger = overrides.logger ?? loggerFrom(options);
+  const storage = await openStorage({ ...storageConfigFrom(options), log: logger });
   let server: ApiServer;
   try {
-    const cfg = serverConfigFrom(options, overrides.logger);
+    const cfg = serverConfigFrom(options, logger);
     if (overrides.securePort !== undefined) cfg.securePort = overrides.securePort;
     server = await createApiServer(cfg);
   } catch (err) {
@@ -116,14 +141,23 @@ export async function createControlPlane(
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
     admission: chainAdmission(admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'))),
+    deleteCollectionWorkers: options.deleteCollectionWorkers,
   });
+  const served = servedKinds(registry.kinds, options.runtimeConfig);
+  const servedSet = new Set(served);
+  server.metrics.resourceKind = (group, version, resource) => {
+    const decl = registry.store(group, version, resource)?.decl;
+    return decl && servedSet.has(decl) ? decl.kind : undefined;
+  };
+  registerStorageMetrics(server.metrics, storage, storageConfigFrom(options));
   installApi(server.mux, {
     registry,
+    servedKinds: served,
     signal: server.signal,
     minRequestTimeoutSeconds: options.minRequestTimeout,
     serverAddress: () => `${options.advertiseAddress ?? '127.0.0.1'}:${server.port}`,
     version: versionInfo().gitVersion,
-    log: overrides.logger ?? ((m) => console.error(m)),
+    log: server.logger,
   });
   let controllers: Controller[] = [];
   let stopped: Promise<void> | undefined;
@@ -133,9 +167,18 @@ export async function createControlPlane(
     registry,
     start: async () => {
       await bootstrapNamespaces(registry);
-      const log = overrides.logger ?? ((m: string) => console.error(m));
+      const log = server.logger;
       controllers = [startNamespaceController(registry, log), startPvcProtectionController(registry, log)];
       if (options.enableGarbageCollector) controllers.push(startGarbageCollector(registry, log));
+      if (options.featureGates.APIServerIdentity) {
+        controllers.push(
+          startIdentityLease(registry, {
+            durationSeconds: options.identityLeaseDurationSeconds,
+            renewIntervalSeconds: options.identityLeaseRenewIntervalSeconds,
+            log,
+          }),
+        );
+      }
       await server.start();
     },
     stop: () =>
@@ -145,6 +188,7 @@ export async function createControlPlane(
           await server.stop();
         } finally {
           await storage.close();
+          server.logger.stop();
         }
       })()),
   };

@@ -178,6 +178,17 @@ function checkWatchCacheSizes(list: string[]): string | undefined {
   return undefined;
 }
 
+/** --allow-metric-labels keys are '<MetricName>,<LabelName>'. */
+function checkAllowMetricLabels(m: Record<string, string>): string | undefined {
+  for (const key of Object.keys(m)) {
+    const parts = key.split(',');
+    if (parts.length !== 2 || parts.some((p) => !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(p.trim()))) {
+      return `"${key}" is not of the form <MetricName>,<LabelName>`;
+    }
+  }
+  return undefined;
+}
+
 function checkHiddenMetricsVersion(text: string): string | undefined {
   if (text === '') return undefined;
   const previous = `${COMPAT_MAJOR}.${Number(COMPAT_MINOR) - 1}`;
@@ -244,7 +255,8 @@ export const SERVER_FLAGS = [
       'allow-metric-labels',
       'stringToString',
       undefined,
-      "Allow-list of label values per metric. Key form '<MetricName>,<LabelName>'; value is a comma-separated list of allowed values.",
+      "Allow-list of label values per metric. Key form '<MetricName>,<LabelName>'; value is a comma-separated list of allowed values; other values are reported as 'unexpected'.",
+      { status: S, validate: checkAllowMetricLabels },
     ),
     flag('allow-privileged', 'bool', 'false', 'Permit privileged containers.'),
     flag(
@@ -300,7 +312,9 @@ export const SERVER_FLAGS = [
       'Plugins to enable in addition to the default-enabled list. Order is irrelevant. Accepted plugins: as for --disable-admission-plugins; only default-enabled plugins are implemented so far.',
       { status: S, values: ADMISSION_PLUGINS },
     ),
-    flag('disabled-metrics', 'strings', undefined, 'Fully qualified metric names to disable; takes precedence over showing hidden metrics.'),
+    flag('disabled-metrics', 'strings', undefined, 'Fully qualified metric names to disable; takes precedence over showing hidden metrics.', {
+      status: S,
+    }),
     flag('egress-selector-config-file', 'string', undefined, 'Egress selector configuration file.'),
     flag('enable-aggregator-routing', 'bool', 'false', 'Route aggregator requests to endpoint IPs rather than the cluster IP.'),
     flag(
@@ -325,6 +339,7 @@ export const SERVER_FLAGS = [
       'bool',
       'false',
       'Experimental; suppresses logging of fields tagged sensitive (passwords, keys, tokens); may add significant overhead, not for production.',
+      { status: S },
     ),
     flag('external-hostname', 'string', undefined, 'Hostname used when generating externalized URLs (API docs, discovery).', {
       status: S,
@@ -334,14 +349,14 @@ export const SERVER_FLAGS = [
       'int',
       '3600',
       'Lease duration of the server identity; positive; used when gate APIServerIdentity is enabled.',
-      { validate: positive },
+      { status: S, validate: positive },
     ),
     flag(
       'identity-lease-renew-interval-seconds',
       'int',
       '10',
       'Lease renewal interval; positive; used when gate APIServerIdentity is enabled.',
-      { validate: positive },
+      { status: S, validate: positive },
     ),
     flag(
       'orchlet-preferred-address-types',
@@ -372,7 +387,7 @@ export const SERVER_FLAGS = [
       { status: S, validate: nonNegative },
     ),
     flag('log-flush-frequency', 'duration', '5s', 'Maximum time between log flushes.', { status: S, validate: positive }),
-    flag('logging-format', 'enum', 'text', 'Permitted: text. Non-default choices are alpha.', { status: S, values: ['text'] }),
+    flag('logging-format', 'enum', 'text', 'Permitted: text, json. Non-default choices are alpha.', { status: S, values: ['text', 'json'] }),
     flag(
       'master-service-namespace',
       'string',
@@ -419,7 +434,7 @@ export const SERVER_FLAGS = [
       'string',
       undefined,
       "Previous minor version '<major>.<minor>' for which hidden metrics are shown; only the previous minor version is accepted.",
-      { validate: checkHiddenMetricsVersion },
+      { status: S, validate: checkHiddenMetricsVersion },
     ),
     flag(
       'shutdown-delay-duration',
@@ -793,6 +808,7 @@ export const SERVER_FLAGS = [
       'int',
       undefined,
       'If non-zero, throttles each user connection to this rate; applies to long-running requests only.',
+      { status: S, validate: nonNegative },
     ),
     flag(
       'http2-max-streams-per-connection',
@@ -809,6 +825,7 @@ export const SERVER_FLAGS = [
       { status: S, validate: (v) => (v >= 0 && v <= 0.02 ? undefined : 'must be between 0 and 0.02 inclusive') },
     ),
     flag('delete-collection-workers', 'int', '1', 'Workers for delete-collection calls (speeds up namespace cleanup).', {
+      status: S,
       validate: positive,
     }),
     flag(

@@ -29,6 +29,13 @@ import { withMaxInFlightLimit } from '../filters/maxinflight.js';
 import { isLongRunning, withRequestInfo, type LongRunningCheck } from '../filters/requestinfo.js';
 import { RequestWaitGroup, withRetryAfter, withWaitGroup } from '../filters/shutdown.js';
 import { withRequestDeadline, withTimeoutForNonLongRunningRequests } from '../filters/timeout.js';
+import { withRequestMetrics, type RequestMetricsSink } from '../filters/metrics.js';
+import { withCompression, withConnectionThrottle } from '../filters/throttle.js';
+import { withHTTPLogging } from '../filters/httplog.js';
+import { createLogger, loggerFromFunction, type Logger } from '../util/log.js';
+import { COMPAT_MAJOR, COMPAT_MINOR } from '../util/version.js';
+import { ServerMetrics, type MetricsConfig } from './metrics.js';
+import { installDebugFlags, installProfiling } from './profiling.js';
 import { ensureServingCert, splitPemCertificates } from './certs.js';
 import { loadSniCertificates, sniCallback, tlsCiphers, tlsMinVersion } from './tls.js';
 
@@ -89,8 +96,16 @@ export interface ServerConfig {
   shutdownSendRetryAfter?: boolean;
   /** The /version body. */
   versionInfo: () => object;
-  /** Where warnings and notices go; default console.error. */
+  /** Where log lines go: a Logger (src/util/log.ts), or a function given each message; default a text Logger on stderr. */
   logger?: (message: string) => void;
+  /** --profiling (default true): /debug/pprof/ and /debug/flags/v. */
+  profiling?: boolean;
+  /** --disabled-metrics, --allow-metric-labels, --show-hidden-metrics-for-version. */
+  metrics?: Omit<MetricsConfig, 'currentVersion'>;
+  /** --max-connection-bytes-per-sec: throttles long-running responses per connection; 0 or unset: off. */
+  maxConnectionBytesPerSec?: number;
+  /** Feature gate APIResponseCompression (default true): gzip of large non-watch responses. */
+  responseCompression?: boolean;
 }
 
 // ---- router ------------------------------------------------------------------------------------------
@@ -268,6 +283,21 @@ function healthCheckHandler(endpoint: Endpoint, registry: HealthRegistry): Handl
   };
 }
 
+/** /metrics: the registry in Prometheus text format (GET only, as kube-apiserver's). */
+function metricsHandler(metrics: ServerMetrics): Handler {
+  return async (req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      return writeText(res, 405, 'Method Not Allowed\n');
+    }
+    const body = await metrics.render();
+    res.statusCode = 200;
+    res.setHeader('Content-Type', metrics.contentType);
+    res.setHeader('Content-Length', Buffer.byteLength(body));
+    if (req.method === 'HEAD') res.end();
+    else res.end(body);
+  };
+}
+
 function versionHandler(versionInfo: () => object): Handler {
   return (req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -345,6 +375,14 @@ export interface HandlerChainDeps {
   waitGroup?: RequestWaitGroup;
   /** When given, withRetryAfter is installed and answers 429 while it returns true. */
   notAcceptingNewRequests?: () => boolean;
+  /** When given, requests are counted and timed (innermost: what passed authentication and the limits). */
+  metrics?: RequestMetricsSink;
+  /** When above 0, long-running responses are throttled to this many bytes per second per connection. */
+  maxConnectionBytesPerSec?: number;
+  /** When true, large non-watch responses are gzipped for clients that accept it (APIResponseCompression). */
+  compression?: boolean;
+  /** When given, requests are logged at verbosity 3 (httplog), just inside the request-info filter. */
+  httpLog?: Logger;
 }
 
 /**
@@ -360,6 +398,11 @@ export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps, t
     trace?.(name);
     h = wrap(h);
   };
+  const sink = deps.metrics;
+  if (sink) use('requestMetrics', (n) => withRequestMetrics(n, { sink, longRunning }));
+  if (deps.compression) use('compression', (n) => withCompression(n, { longRunning }));
+  const rate = deps.maxConnectionBytesPerSec ?? 0;
+  if (rate > 0) use('connectionThrottle', (n) => withConnectionThrottle(n, { longRunning, bytesPerSecond: rate }));
   const inflight = deps.maxInFlight ?? { nonMutatingLimit: 400, mutatingLimit: 200 };
   use('maxInFlightLimit', (n) => withMaxInFlightLimit(n, { ...inflight, longRunning }));
   use('authentication', (n) => withAuthentication(n, { authenticator: deps.authenticator, anonymous: deps.anonymous }));
@@ -373,6 +416,8 @@ export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps, t
   use('hsts', (n) => withHSTS(n, { directives: deps.hstsDirectives ?? [] }));
   const notAccepting = deps.notAcceptingNewRequests;
   if (notAccepting) use('retryAfter', (n) => withRetryAfter(n, { notAcceptingNewRequests: notAccepting }));
+  const httpLog = deps.httpLog;
+  if (httpLog) use('httpLogging', (n) => withHTTPLogging(n, { logger: httpLog }));
   use('requestInfo', (n) => withRequestInfo(n));
   use('panicRecovery', (n) => withPanicRecovery(n, { logger: deps.logger }));
   return h;
@@ -390,6 +435,10 @@ export interface ApiServer {
   readonly externalAddress: string;
   /** Where later layers register API routes. */
   readonly mux: Router;
+  /** The server's metrics: its prom-client registry (served at /metrics) and the request metrics. */
+  readonly metrics: ServerMetrics;
+  /** The logger every part of the server writes to. */
+  readonly logger: Logger;
   /** Aborted when the listener starts closing; long-running handlers (watches) end their responses on it. */
   readonly signal: AbortSignal;
   addHealthCheck(name: string, check: HealthCheck, opts?: HealthCheckOptions): void;
@@ -495,7 +544,7 @@ function maxInFlightFrom(config: ServerConfig): NonNullable<HandlerChainDeps['ma
 
 /** Validates the config and loads certificates and credentials (failing with flag names), then assembles. */
 export async function createApiServer(config: ServerConfig): Promise<ApiServer> {
-  const logger = config.logger ?? ((m: string) => console.error(m));
+  const logger = config.logger ? loggerFromFunction(config.logger) : createLogger();
   const bindAddress = config.bindAddress ?? '0.0.0.0';
   validateAuthorizationModes(config.authorizationModes);
   validateServingConfig(config);
@@ -539,7 +588,7 @@ export async function createApiServer(config: ServerConfig): Promise<ApiServer> 
 }
 
 interface AssembleDeps {
-  logger: (m: string) => void;
+  logger: Logger;
   bindAddress: string;
   caCert: string;
   tls: SecureServerOptions;
@@ -565,13 +614,23 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
     mux.handlePrefix(`/${e}/`, healthCheckHandler(e, health));
   }
   mux.handle('/version', versionHandler(config.versionInfo));
+  const metrics = new ServerMetrics({ ...config.metrics, currentVersion: `${COMPAT_MAJOR}.${COMPAT_MINOR}` });
+  mux.handle('/metrics', metricsHandler(metrics));
+  const abort = new AbortController();
+  if (config.profiling ?? true) {
+    installProfiling(mux, { signal: abort.signal });
+    installDebugFlags(mux, { logger });
+  }
   const handle = buildHandlerChain(routerHandler(mux), {
     ...deps.chain,
+    metrics,
+    httpLog: logger,
+    compression: config.responseCompression ?? true,
+    maxConnectionBytesPerSec: config.maxConnectionBytesPerSec ?? 0,
     waitGroup,
     ...(config.shutdownSendRetryAfter ? { notAcceptingNewRequests: () => notAcceptingNewRequests } : {}),
   });
   const listener = new Listener(createSecureServer(deps.tls), handle);
-  const abort = new AbortController();
   let starting: Promise<void> | undefined;
   let stopping: Promise<void> | undefined;
   const displayHost = isUnspecified(bindAddress) ? (bindAddress === '::' ? '::1' : '127.0.0.1') : bindAddress;
@@ -589,6 +648,8 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
       return `${isIPv6(host) ? `[${host}]` : host}:${server.port}`;
     },
     mux,
+    metrics,
+    logger,
     signal: abort.signal,
     handle,
     addHealthCheck: (name, check, opts) => health.add(name, check, opts),

@@ -28,6 +28,8 @@ export interface StorageConfig {
   dbMetricPollIntervalMs: number;
   /** Directory of the embedded store, or ':memory:'. */
   dataDir: string;
+  /** Where failures of the periodic tasks are logged; default standard error. */
+  log?: (message: string) => void;
 }
 
 export const EMBEDDED_DB_FILE = 'state.db';
@@ -144,7 +146,7 @@ class StorageImpl implements Storage {
     if (ms <= 0) return;
     const t = setInterval(() => {
       fn().catch((err: unknown) => {
-        if (!this.closed) console.error(`storage: periodic task failed: ${(err as Error).message}`);
+        if (!this.closed) (this.cfg.log ?? ((m: string) => process.stderr.write(`${m}\n`)))(`storage: periodic task failed: ${(err as Error).message}`);
       });
     }, ms);
     t.unref();

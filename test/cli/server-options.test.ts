@@ -75,6 +75,10 @@ const SUPPORTED = [
   'profiling', 'watch-cache', 'default-watch-cache-size', 'watch-cache-sizes', 'enable-priority-and-fairness',
   'event-ttl', 'lease-reuse-duration-seconds', 'storage-media-type', 'enable-admission-plugins',
   'disable-admission-plugins',
+  // observability, versioning and limits (test/server/observability.test.ts, logging-profiling.test.ts)
+  'disabled-metrics', 'allow-metric-labels', 'show-hidden-metrics-for-version', 'experimental-logging-sanitization',
+  'identity-lease-duration-seconds', 'identity-lease-renew-interval-seconds', 'max-connection-bytes-per-sec',
+  'delete-collection-workers',
 ];
 
 function refused(argv: string[], message: string | RegExp): void {
@@ -354,7 +358,8 @@ void describe('server options: validation', () => {
     refused(['--vmodule=abc'], /^invalid value "abc" for --vmodule: "abc" is not of the form pattern=N/);
     refused(['--watch-cache-sizes=pods'], /^invalid value "pods" for --watch-cache-sizes/);
     refused(['--default-watch-cache-size=-1'], /must not be negative/);
-    refused(['--logging-format=json'], 'invalid value "json" for --logging-format: must be one of text');
+    refused(['--logging-format=yaml'], 'invalid value "yaml" for --logging-format: must be one of text, json');
+    refused(['--allow-metric-labels=apiserver_request_total=GET'], /"apiserver_request_total" is not of the form <MetricName>,<LabelName>/);
     refused(['--show-hidden-metrics-for-version=1.20'], /must be '1.22'/);
     refused(['--tls-min-version=TLS1.2'], /must be one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13/);
     refused(['--tls-cert-file=/a.crt'], '--tls-cert-file and --tls-private-key-file must be given together');

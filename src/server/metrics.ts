@@ -1,0 +1,531 @@
+/**
+ * The server's metrics: one prom-client Registry per server value (never the global default registry),
+ * served at /metrics in Prometheus text format, with the apiserver metrics Kubernetes 1.23 dashboards read
+ * and the process metrics.
+ *
+ * Kubernetes' metric framework (component-base/metrics) is followed where it shows: help texts start with
+ * the stability level ('[STABLE] ', '[ALPHA] '); a metric deprecated in the current minor version says
+ * '(Deprecated since 1.23.0)'; one deprecated in an earlier version is hidden unless
+ * --show-hidden-metrics-for-version names the previous minor version; --disabled-metrics leaves metrics out;
+ * --allow-metric-labels 'metric,label=v1,v2' turns any other value of that label into 'unexpected'.
+ *
+ * Request metrics are kept in plain maps keyed by one string per label combination and handed to the
+ * registry when scraped, so that a request costs a string concatenation and a map lookup.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+import { EMBEDDED_DB_FILE, parseServersOverride, type Storage, type StorageConfig } from '../storage/factory.js';
+import type { RequestKind, RequestMetricsSink } from '../filters/metrics.js';
+import type { RequestInfo } from '../filters/requestinfo.js';
+
+export type StabilityLevel = 'ALPHA' | 'STABLE';
+
+export interface MetricsConfig {
+  /** --disabled-metrics: fully qualified names. */
+  disabledMetrics?: readonly string[];
+  /** --allow-metric-labels: 'metric,label' -> 'v1,v2'. */
+  allowMetricLabels?: Readonly<Record<string, string>>;
+  /** --show-hidden-metrics-for-version: '<major>.<minor>', the previous minor version. */
+  showHiddenMetricsForVersion?: string;
+  /** The server's version, for deprecation: '1.23'. */
+  currentVersion: string;
+}
+
+export interface MetricOptions<L extends string> {
+  name: string;
+  help: string;
+  labelNames?: readonly L[];
+  stability?: StabilityLevel;
+  /** '1.23.0': shown as deprecated in 1.23, hidden from 1.24 on. */
+  deprecatedVersion?: string;
+}
+
+/** apiserver_request_duration_seconds buckets of Kubernetes 1.23 (kubernetes/kubernetes#106306). */
+export const REQUEST_DURATION_BUCKETS: readonly number[] = [
+  0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60,
+];
+
+const COMPONENT = 'apiserver';
+
+/** CleanScope of Kubernetes 1.23: resource (a name, or a create), namespace, cluster, or '' for non-resource paths. */
+export function cleanScope(info: RequestInfo): string {
+  if (info.name !== '' || info.verb === 'create') return 'resource';
+  if (info.namespace !== '') return 'namespace';
+  return info.isResourceRequest ? 'cluster' : '';
+}
+
+type Labels = Record<string, string>;
+
+interface RequestSeries {
+  labels: Labels;
+  count: number;
+}
+
+interface DurationSeries {
+  labels: Labels;
+  buckets: Float64Array;
+  sum: number;
+  count: number;
+}
+
+interface GaugeSeries {
+  labels: Labels;
+  value: number;
+}
+
+/** A collector prom-client's registry can serialize: values computed at scrape time. */
+interface Collector {
+  name: string;
+  help: string;
+  type: 'counter' | 'gauge' | 'histogram';
+  aggregator: 'sum';
+  get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: { value: number; labels: Labels; metricName?: string }[] }>;
+  reset(): void;
+}
+
+function parseVersion(v: string): [number, number] {
+  const [major = 0, minor = 0] = v.replace(/^v/, '').split('.').map(Number);
+  return [major, minor];
+}
+
+/** Sorts label names as Go's client prints them. */
+function sortedLabels(labels: Labels): Labels {
+  const out: Labels = {};
+  for (const k of Object.keys(labels).sort()) out[k] = labels[k]!;
+  return out;
+}
+
+export class ServerMetrics implements RequestMetricsSink {
+  /** The registry /metrics serves; others register their metrics here (through counter()/gauge()/histogram()). */
+  readonly registry = new Registry();
+  /** Says whether a resource request names a served resource and gives its kind (for registered watchers). */
+  resourceKind: (group: string, version: string, resource: string) => string | undefined = () => undefined;
+  /** Non-resource paths that are instrumented (Kubernetes instruments its health checks). */
+  instrumentedPath: (path: string) => boolean = (path) => /^\/(healthz|livez|readyz)(\/|$)/.test(path);
+
+  private readonly disabled: ReadonlySet<string>;
+  private readonly allow = new Map<string, Map<string, ReadonlySet<string>>>();
+  private readonly current: [number, number];
+  private readonly showHidden: boolean;
+  private readonly registeredCounts = new Map<string, number>();
+  private hiddenCount = 0;
+  private disabledCount = 0;
+
+  private readonly requests = new Map<string, RequestSeries>();
+  private readonly durations = new Map<string, DurationSeries>();
+  private readonly longRunningSeries = new Map<string, GaugeSeries>();
+  private readonly watchers = new Map<string, GaugeSeries>();
+  private readonly inflightNow: Record<RequestKind, number> = { readOnly: 0, mutating: 0 };
+  /** The most in flight since the last scrape (Kubernetes reports the maximum of the last period). */
+  private readonly inflightMax: Record<RequestKind, number> = { readOnly: 0, mutating: 0 };
+
+  constructor(cfg: MetricsConfig) {
+    this.disabled = new Set(cfg.disabledMetrics ?? []);
+    this.current = parseVersion(cfg.currentVersion);
+    this.showHidden = (cfg.showHiddenMetricsForVersion ?? '') !== '';
+    for (const [key, values] of Object.entries(cfg.allowMetricLabels ?? {})) {
+      const [metric, label, ...rest] = key.split(',').map((s) => s.trim());
+      if (!metric || !label || rest.length > 0) throw new Error(`--allow-metric-labels: "${key}" is not of the form <MetricName>,<LabelName>`);
+      const byLabel = this.allow.get(metric) ?? new Map<string, ReadonlySet<string>>();
+      byLabel.set(label, new Set(values.split(',').map((s) => s.trim()).filter((s) => s !== '')));
+      this.allow.set(metric, byLabel);
+    }
+    this.registerBuiltins();
+  }
+
+  // ---- the framework ----------------------------------------------------------------------------
+
+  /**
+   * Whether a metric is exposed, counting it as component-base does; and its help text with the stability
+   * prefix and deprecation notice. undefined: disabled or hidden.
+   */
+  private admit(opts: MetricOptions<string>): string | undefined {
+    const stability = opts.stability ?? 'ALPHA';
+    if (this.disabled.has(opts.name)) {
+      this.disabledCount++;
+      return undefined;
+    }
+    let help = opts.help;
+    if (opts.deprecatedVersion) {
+      const [major, minor] = parseVersion(opts.deprecatedVersion);
+      const hidden = major < this.current[0] || (major === this.current[0] && minor < this.current[1]);
+      if (hidden && !this.showHidden) {
+        this.hiddenCount++;
+        return undefined;
+      }
+      help = `(Deprecated since ${opts.deprecatedVersion}) ${help}`;
+    }
+    const key = `${stability}\0${opts.deprecatedVersion ?? ''}`;
+    this.registeredCounts.set(key, (this.registeredCounts.get(key) ?? 0) + 1);
+    return `[${stability}] ${help}`;
+  }
+
+  /** A label value after --allow-metric-labels: 'unexpected' when the metric's label has an allow-list without it. */
+  allowedValue(metric: string, label: string, value: string): string {
+    const allowed = this.allow.get(metric)?.get(label);
+    return allowed && !allowed.has(value) ? 'unexpected' : value;
+  }
+
+  private allowLabels(metric: string, labels: Labels): Labels {
+    const rules = this.allow.get(metric);
+    if (!rules) return labels;
+    const out: Labels = { ...labels };
+    for (const [label, allowed] of rules) if (label in out && !allowed.has(out[label]!)) out[label] = 'unexpected';
+    return out;
+  }
+
+  /** Wraps a prom-client metric's label-taking methods with the allow-list of its name. */
+  private guard<T extends Counter<string> | Gauge<string> | Histogram<string>>(name: string, metric: T): T {
+    if (!this.allow.has(name)) return metric;
+    const m = metric as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const method of ['inc', 'dec', 'set', 'observe', 'labels', 'remove', 'startTimer']) {
+      const original = m[method];
+      if (typeof original !== 'function') continue;
+      m[method] = (...args: unknown[]) => {
+        if (args[0] !== null && typeof args[0] === 'object') args[0] = this.allowLabels(name, args[0] as Labels);
+        return original.apply(metric, args);
+      };
+    }
+    return metric;
+  }
+
+  /** A counter in this server's registry; disabled or hidden ones are returned unregistered (a no-op for scrapes). */
+  counter<L extends string>(opts: MetricOptions<L>): Counter<L> {
+    const help = this.admit(opts);
+    const c = new Counter<L>({ name: opts.name, help: help ?? opts.help, labelNames: opts.labelNames ?? [], registers: help ? [this.registry] : [] });
+    return this.guard(opts.name, c);
+  }
+
+  gauge<L extends string>(opts: MetricOptions<L> & { collect?: (this: Gauge<L>) => void | Promise<void> }): Gauge<L> {
+    const help = this.admit(opts);
+    const g = new Gauge<L>({
+      name: opts.name,
+      help: help ?? opts.help,
+      labelNames: opts.labelNames ?? [],
+      registers: help ? [this.registry] : [],
+      ...(opts.collect ? { collect: opts.collect } : {}),
+    });
+    return this.guard(opts.name, g);
+  }
+
+  histogram<L extends string>(opts: MetricOptions<L> & { buckets: readonly number[] }): Histogram<L> {
+    const help = this.admit(opts);
+    const h = new Histogram<L>({
+      name: opts.name,
+      help: help ?? opts.help,
+      labelNames: opts.labelNames ?? [],
+      buckets: [...opts.buckets],
+      registers: help ? [this.registry] : [],
+    });
+    return this.guard(opts.name, h);
+  }
+
+  /** Registers a collector computed at scrape time from `values` (label objects are allow-listed here). */
+  private collector(opts: MetricOptions<string> & { type: 'counter' | 'gauge' }, values: () => Iterable<{ labels: Labels; value: number }>): void {
+    const help = this.admit(opts);
+    if (!help) return;
+    const name = opts.name;
+    const c: Collector = {
+      name,
+      help,
+      type: opts.type,
+      aggregator: 'sum',
+      get: () => {
+        const out: { value: number; labels: Labels }[] = [];
+        for (const v of values()) out.push({ value: v.value, labels: this.allowLabels(name, v.labels) });
+        return Promise.resolve({ name, help, type: opts.type, aggregator: 'sum', values: out });
+      },
+      reset: () => {},
+    };
+    this.registry.registerMetric(c as unknown as Metric);
+  }
+
+  /** A gauge per label value of a map (e.g. the storage's object counts), read at scrape time. */
+  gaugeFromMap(opts: MetricOptions<string>, label: string, read: () => ReadonlyMap<string, number>, labelOf: (key: string) => string = (k) => k): void {
+    this.collector({ ...opts, type: 'gauge' }, function* () {
+      for (const [k, v] of read()) yield { labels: { [label]: labelOf(k) }, value: v };
+    });
+  }
+
+  /**
+   * The text of /metrics in Prometheus text format 0.0.4, as Go's client writes it: families sorted by name,
+   * families without samples left out, no blank lines.
+   */
+  async render(): Promise<string> {
+    const families = (this.registry.getMetricsAsArray() as unknown as { name: string; get(): Promise<unknown> }[]).sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+    );
+    const parts: string[] = [];
+    for (const m of families) {
+      const data = (await m.get()) as { name: string; help: string; type: string; values: { value: number; labels: Labels; metricName?: string }[] };
+      if (data.values.length === 0) continue;
+      parts.push(`# HELP ${data.name} ${escapeHelp(data.help)}\n# TYPE ${data.name} ${data.type}\n`);
+      for (const v of data.values) parts.push(`${v.metricName ?? data.name}${formatLabels(v.labels)} ${formatValue(v.value)}\n`);
+    }
+    return parts.join('');
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  // ---- request metrics (RequestMetricsSink) -------------------------------------------------------
+
+  recorded(info: RequestInfo): boolean {
+    if (!info.isResourceRequest) return this.instrumentedPath(info.path);
+    return this.resourceKind(info.apiGroup, info.apiVersion, info.resource) !== undefined;
+  }
+
+  inflight(kind: RequestKind, delta: 1 | -1): void {
+    const n = (this.inflightNow[kind] += delta);
+    if (n > this.inflightMax[kind]) this.inflightMax[kind] = n;
+  }
+
+  longRunning(verb: string, info: RequestInfo, delta: 1 | -1): void {
+    const scope = cleanScope(info);
+    const key = `${verb}\0${info.apiGroup}\0${info.apiVersion}\0${info.resource}\0${info.subresource}\0${scope}`;
+    let s = this.longRunningSeries.get(key);
+    if (!s) {
+      const labels = { component: COMPONENT, group: info.apiGroup, resource: info.resource, scope, subresource: info.subresource, verb, version: info.apiVersion };
+      s = { labels, value: 0 };
+      this.longRunningSeries.set(key, s);
+    }
+    s.value += delta;
+    if (verb === 'WATCH' && info.isResourceRequest) {
+      const kind = this.resourceKind(info.apiGroup, info.apiVersion, info.resource) ?? '';
+      const wkey = `${info.apiGroup}\0${info.apiVersion}\0${kind}`;
+      let w = this.watchers.get(wkey);
+      if (!w) {
+        w = { labels: { group: info.apiGroup, kind, version: info.apiVersion }, value: 0 };
+        this.watchers.set(wkey, w);
+      }
+      w.value += delta;
+    }
+  }
+
+  observe(verb: string, dryRun: string, info: RequestInfo, code: number, seconds: number): void {
+    const scope = cleanScope(info);
+    const resource = info.isResourceRequest ? info.resource : '';
+    const subresource = info.isResourceRequest ? info.subresource : info.path;
+    const base = `${verb}\0${dryRun}\0${info.apiGroup}\0${info.apiVersion}\0${resource}\0${subresource}\0${scope}`;
+    const key = `${base}\0${code}`;
+    let r = this.requests.get(key);
+    if (!r) {
+      r = { labels: sortedLabels({ ...this.baseLabels(verb, dryRun, info, resource, subresource, scope), code: String(code) }), count: 0 };
+      this.requests.set(key, r);
+    }
+    r.count++;
+    if (verb === 'WATCH' || verb === 'CONNECT') return; // Kubernetes leaves long-running requests out of the latency histogram.
+    let d = this.durations.get(base);
+    if (!d) {
+      d = { labels: sortedLabels(this.baseLabels(verb, dryRun, info, resource, subresource, scope)), buckets: new Float64Array(REQUEST_DURATION_BUCKETS.length), sum: 0, count: 0 };
+      this.durations.set(base, d);
+    }
+    d.sum += seconds;
+    d.count++;
+    for (let i = 0; i < REQUEST_DURATION_BUCKETS.length; i++) {
+      if (seconds <= REQUEST_DURATION_BUCKETS[i]!) {
+        d.buckets[i]!++;
+        break;
+      }
+    }
+  }
+
+  private baseLabels(verb: string, dryRun: string, info: RequestInfo, resource: string, subresource: string, scope: string): Labels {
+    return { verb, dry_run: dryRun, group: info.apiGroup, version: info.apiVersion, resource, subresource, scope, component: COMPONENT };
+  }
+
+  // ---- the built-in metrics -----------------------------------------------------------------------
+
+  private registerBuiltins(): void {
+    const inflightNow = this.inflightNow;
+    const inflightMax = this.inflightMax;
+    this.collector(
+      {
+        name: 'apiserver_request_total',
+        help: 'Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.',
+        stability: 'STABLE',
+        type: 'counter',
+      },
+      () => [...this.requests.values()].map((r) => ({ labels: r.labels, value: r.count })),
+    );
+    this.durationHistogram();
+    this.collector(
+      {
+        name: 'apiserver_current_inflight_requests',
+        help: 'Maximal number of currently used inflight request limit of this apiserver per request kind in last second.',
+        stability: 'STABLE',
+        type: 'gauge',
+      },
+      function* () {
+        for (const kind of ['mutating', 'readOnly'] as const) {
+          yield { labels: { request_kind: kind }, value: inflightMax[kind] };
+          inflightMax[kind] = inflightNow[kind];
+        }
+      },
+    );
+    const longRunningHelp = 'Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.';
+    const longRunning = () => [...this.longRunningSeries.values()].map((s) => ({ labels: sortedLabels(s.labels), value: s.value }));
+    this.collector({ name: 'apiserver_longrunning_gauge', help: longRunningHelp, deprecatedVersion: '1.23.0', type: 'gauge' }, longRunning);
+    this.collector({ name: 'apiserver_longrunning_requests', help: longRunningHelp, type: 'gauge' }, longRunning);
+    this.collector(
+      { name: 'apiserver_registered_watchers', help: 'Number of currently registered watchers for a given resources', type: 'gauge' },
+      () => [...this.watchers.values()].map((w) => ({ labels: w.labels, value: w.value })),
+    );
+    this.registerProcessMetrics();
+    this.collector({ name: 'registered_metric_total', help: 'The count of registered metrics broken by stability level and deprecation version.', type: 'counter' }, () =>
+      [...this.registeredCounts].map(([key, value]) => {
+        const [stability_level = '', deprecated_version = ''] = key.split('\0');
+        return { labels: { deprecated_version, stability_level }, value };
+      }),
+    );
+    this.collector({ name: 'disabled_metric_total', help: 'The count of disabled metrics.', type: 'counter' }, () => [{ labels: {}, value: this.disabledCount }]);
+    this.collector({ name: 'hidden_metric_total', help: 'The count of hidden metrics.', type: 'counter' }, () => [{ labels: {}, value: this.hiddenCount }]);
+  }
+
+  private durationHistogram(): void {
+    const name = 'apiserver_request_duration_seconds';
+    const help = this.admit({
+      name,
+      help: 'Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.',
+      stability: 'STABLE',
+    });
+    if (!help) return;
+    const c: Collector = {
+      name,
+      help,
+      type: 'histogram',
+      aggregator: 'sum',
+      get: () => {
+        const values: { value: number; labels: Labels; metricName: string }[] = [];
+        for (const d of this.durations.values()) {
+          const labels = this.allowLabels(name, d.labels);
+          let cumulative = 0;
+          for (let i = 0; i < REQUEST_DURATION_BUCKETS.length; i++) {
+            cumulative += d.buckets[i]!;
+            values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: String(REQUEST_DURATION_BUCKETS[i]) }, value: cumulative });
+          }
+          values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: d.count });
+          values.push({ metricName: `${name}_sum`, labels, value: d.sum });
+          values.push({ metricName: `${name}_count`, labels, value: d.count });
+        }
+        return Promise.resolve({ name, help, type: 'histogram', aggregator: 'sum', values });
+      },
+      reset: () => {},
+    };
+    this.registry.registerMetric(c as unknown as Metric);
+  }
+
+  /** The process metrics of Go's process collector, and Node.js's heap, read at scrape time. */
+  private registerProcessMetrics(): void {
+    const startSeconds = Math.round(performance.timeOrigin) / 1000;
+    // Process metrics carry no stability level in Kubernetes (they come from the Prometheus client): no prefix.
+    const plain = (name: string, help: string, type: 'counter' | 'gauge', read: () => number | undefined) => {
+      if (this.disabled.has(name)) {
+        this.disabledCount++;
+        return;
+      }
+      const c: Collector = {
+        name,
+        help,
+        type,
+        aggregator: 'sum',
+        get: () => {
+          const v = read();
+          return Promise.resolve({ name, help, type, aggregator: 'sum', values: v === undefined ? [] : [{ labels: {}, value: v }] });
+        },
+        reset: () => {},
+      };
+      this.registry.registerMetric(c as unknown as Metric);
+    };
+    plain('process_cpu_seconds_total', 'Total user and system CPU time spent in seconds.', 'counter', () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1e6;
+    });
+    plain('process_resident_memory_bytes', 'Resident memory size in bytes.', 'gauge', () => process.memoryUsage.rss());
+    plain('process_virtual_memory_bytes', 'Virtual memory size in bytes.', 'gauge', () => procStatus('VmSize'));
+    plain('process_start_time_seconds', 'Start time of the process since unix epoch in seconds.', 'gauge', () => startSeconds);
+    plain('process_open_fds', 'Number of open file descriptors.', 'gauge', () => openFds());
+    plain('process_max_fds', 'Maximum number of open file descriptors.', 'gauge', () => maxFds());
+    plain('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', 'gauge', () => process.memoryUsage().heapTotal);
+    plain('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.', 'gauge', () => process.memoryUsage().heapUsed);
+    plain('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.', 'gauge', () => process.memoryUsage().external);
+    this.collector({ name: 'nodejs_version_info', help: 'Node.js version info.', type: 'gauge' }, () => [
+      { labels: { version: process.version }, value: 1 },
+    ]);
+  }
+}
+
+function escapeHelp(text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+function formatLabels(labels: Labels | undefined): string {
+  if (!labels) return '';
+  const keys = Object.keys(labels);
+  if (keys.length === 0) return '';
+  return `{${keys.map((k) => `${k}="${String(labels[k]).replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')}"`).join(',')}}`;
+}
+
+function formatValue(v: number): string {
+  if (Number.isNaN(v)) return 'NaN';
+  if (v === Infinity) return '+Inf';
+  if (v === -Infinity) return '-Inf';
+  return String(v);
+}
+
+/** A field of /proc/self/status in bytes (Linux), or undefined elsewhere. */
+function procStatus(field: string): number | undefined {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync('/proc/self/status', 'utf8'));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function openFds(): number | undefined {
+  try {
+    return readdirSync('/proc/self/fd').length;
+  } catch {
+    return undefined;
+  }
+}
+
+function maxFds(): number | undefined {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The storage metrics, from the storage's count and size polls (--kvstore-count-metric-poll-period,
+ * --kvstore-db-metric-poll-interval): apiserver_storage_objects (and 1.22's etcd_object_counts, hidden in
+ * 1.23), and the database size per endpoint under 1.23's name etcd_db_total_size_in_bytes and the later
+ * apiserver_storage_db_total_size_in_bytes. The endpoint label is the store's server URLs (comma-separated)
+ * or, for the embedded store, 'file://<path>' or 'memory'.
+ */
+export function registerStorageMetrics(metrics: ServerMetrics, storage: Storage, cfg: StorageConfig): void {
+  const objectsHelp = 'Number of stored objects at the time of last check split by kind.';
+  const counts = () => storage.metrics.objectCounts;
+  metrics.gaugeFromMap({ name: 'apiserver_storage_objects', help: objectsHelp, stability: 'STABLE' }, 'resource', counts);
+  metrics.gaugeFromMap({ name: 'etcd_object_counts', help: objectsHelp, deprecatedVersion: '1.22.0' }, 'resource', counts);
+  const endpoints = new Map<string, string>();
+  endpoints.set(
+    'default',
+    cfg.servers.length > 0 ? cfg.servers.join(',') : cfg.dataDir === ':memory:' ? 'memory' : `file://${join(cfg.dataDir, EMBEDDED_DB_FILE)}`,
+  );
+  for (const entry of cfg.serversOverrides) {
+    const o = parseServersOverride(entry);
+    endpoints.set(o.group ? `${o.resource}.${o.group}` : o.resource, o.servers.join(','));
+  }
+  const sizeHelp = 'Total size of the etcd database file physically allocated in bytes.';
+  const sizes = () => storage.metrics.dbSizeBytes;
+  const endpointOf = (key: string) => endpoints.get(key) ?? key;
+  metrics.gaugeFromMap({ name: 'etcd_db_total_size_in_bytes', help: sizeHelp }, 'endpoint', sizes, endpointOf);
+  metrics.gaugeFromMap({ name: 'apiserver_storage_db_total_size_in_bytes', help: sizeHelp }, 'endpoint', sizes, endpointOf);
+}

@@ -1,0 +1,259 @@
+/**
+ * Logging (-v, --vmodule, --logging-format, --log-flush-frequency, --experimental-logging-sanitization),
+ * --profiling (/debug/pprof/, /debug/flags/v), --min-request-timeout and --max-connection-bytes-per-sec,
+ * checked on the real bin/orch-apiserver from outside: its standard error and an HTTPS client.
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../helpers/ports.js';
+import { createLogger } from '../../src/util/log.js';
+
+const BIN = fileURLToPath(new URL('../../../bin/orch-apiserver', import.meta.url));
+const TOKEN = 'log-test-token';
+
+interface Running {
+  url: string;
+  ca: string;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+const running: Running[] = [];
+
+async function start(args: string[]): Promise<Running> {
+  const dir = await mkdtemp(join(tmpdir(), 'orch-logging-'));
+  await writeFile(join(dir, 'tokens.csv'), `${TOKEN},admin,admin,"system:masters"\n`);
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [BIN, '--bind-address=127.0.0.1', `--secure-port=${port}`, '--data-dir=:memory:', `--cert-dir=${join(dir, 'certs')}`, `--token-auth-file=${join(dir, 'tokens.csv')}`, ...args],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let err = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (d: string) => (err += d));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  for (let i = 0; !/serving on https:/.test(err); i++) {
+    if (child.exitCode !== null || i > 200) throw new Error(`orch-apiserver did not start: ${err}`);
+    await sleep(50);
+  }
+  const r: Running = {
+    url: `https://127.0.0.1:${port}`,
+    ca: await readFile(join(dir, 'certs', 'apiserver.crt'), 'utf8'),
+    stderr: () => err,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  running.push(r);
+  return r;
+}
+
+function call(s: Running, method: string, path: string, body?: string): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(`${s.url}${path}`, { method, ca: s.ca, headers: { authorization: `Bearer ${TOKEN}`, 'user-agent': 'logging-test/1.0' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function until(what: string, fn: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (await fn()) return;
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const KLOG_LINE = /^([IWEF])(\d{4}) (\d\d:\d\d:\d\d\.\d{6}) +(\d+) ([^ :]+):(\d+)\] (.*)$/;
+
+describe('orch-apiserver logging, profiling and long-running limits', () => {
+  after(async () => {
+    for (const r of running) await r.stop();
+  });
+
+  it('text format: klog lines; -v 3 logs every request; /debug/flags/v changes the level at runtime', async () => {
+    const s = await start(['--log-flush-frequency=100ms']);
+    await until('the serving line', () => /Serving securely on 127\.0\.0\.1:/.test(s.stderr()));
+    const line = s.stderr().split('\n').find((l) => l.includes('Serving securely'))!;
+    const m = KLOG_LINE.exec(line);
+    assert.ok(m, line);
+    assert.equal(m[1], 'I');
+    assert.match(m[4]!, /^\d+$/);
+    assert.equal(m[7], `Serving securely on 127.0.0.1:${new URL(s.url).port}`);
+
+    await call(s, 'GET', '/api/v1/namespaces');
+    await sleep(300);
+    assert.doesNotMatch(s.stderr(), /"HTTP"/);
+
+    const set = await call(s, 'PUT', '/debug/flags/v', '3');
+    assert.equal(set.status, 200);
+    assert.equal(set.body.toString(), 'successfully set klog.logging.verbosity to 3\n');
+    await call(s, 'GET', '/api/v1/namespaces/default');
+    await until('an HTTP log line', () => /"HTTP" verb="GET" URI="\/api\/v1\/namespaces\/default"/.test(s.stderr()));
+    const http = s.stderr().split('\n').find((l) => l.includes('URI="/api/v1/namespaces/default"'))!;
+    assert.match(http, /^I\d{4} [\d:.]+ +\d+ [^ ]+:\d+\] "HTTP" verb="GET" URI="\/api\/v1\/namespaces\/default" latency="[\d.]+(ms|µs|s)" userAgent="logging-test\/1.0" audit-ID="[^"]*" srcIP="127\.0\.0\.1:\d+" resp=200$/);
+
+    const bad = await call(s, 'PUT', '/debug/flags/v', 'x');
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.toString(), /^failed set klog.logging.verbosity x: strconv.ParseUint: parsing "x": invalid syntax/);
+    assert.equal((await call(s, 'GET', '/debug/flags/v')).status, 406);
+    assert.match((await call(s, 'GET', '/debug/flags/')).body.toString(), /<title>\/debug\/flags\/<\/title>/);
+  });
+
+  it('--vmodule raises the level of one file; --logging-format=json writes Kubernetes JSON lines', async () => {
+    const s = await start(['--vmodule=httplog=3', '--logging-format=json', '--log-flush-frequency=100ms']);
+    await call(s, 'GET', '/api/v1/namespaces/kube-system');
+    // JSON ignores --vmodule (a klog flag), as Kubernetes: no HTTP line at -v 0.
+    await until('the serving line', () => s.stderr().includes('Serving securely'));
+    const entries = s
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const serving = entries.find((e) => String(e.msg).startsWith('Serving securely'))!;
+    assert.equal(typeof serving.ts, 'number');
+    assert.ok(Math.abs((serving.ts as number) - Date.now() / 1000) < 600);
+    assert.equal(serving.v, 0);
+    assert.match(String(serving.caller), /^[^ :]+:\d+$/);
+    assert.deepEqual(Object.keys(serving).slice(0, 3), ['ts', 'caller', 'msg']);
+    assert.ok(!entries.some((e) => e.msg === 'HTTP'));
+
+    const t = await start(['--vmodule=httplog=3', '--log-flush-frequency=100ms']);
+    await call(t, 'GET', '/api/v1/namespaces/kube-public');
+    await until('an HTTP line from the vmodule rule', () => /"HTTP" verb="GET" URI="\/api\/v1\/namespaces\/kube-public"/.test(t.stderr()));
+
+    const j = await start(['--logging-format=json', '-v', '3', '--log-flush-frequency=100ms']);
+    await call(j, 'GET', '/api/v1/namespaces/kube-public');
+    await until('a JSON HTTP line', () => j.stderr().includes('"msg":"HTTP"'));
+    const http = j
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('"msg":"HTTP"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((e) => e.URI === '/api/v1/namespaces/kube-public')!;
+    assert.equal(http.v, 3);
+    assert.equal(http.verb, 'GET');
+    assert.equal(http.resp, 200);
+    assert.equal(http.userAgent, 'logging-test/1.0');
+  });
+
+  it('logging options are validated at startup', async () => {
+    for (const [args, message] of [
+      [['--logging-format=yaml'], /--logging-format/],
+      [['--vmodule=foo'], /--vmodule/],
+      [['--log-flush-frequency=0s'], /--log-flush-frequency/],
+    ] as const) {
+      const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+      assert.equal(code, 1, err);
+      assert.match(err, message);
+    }
+  });
+
+  it('--experimental-logging-sanitization replaces values of sensitive keys', () => {
+    const lines: string[] = [];
+    const on = createLogger({ sanitization: true, sink: (t) => lines.push(t), pid: 42 });
+    on.info('login', 'user', 'alice', 'password', 'hunter2', 'config', { clientKey: 'k', name: 'n' });
+    const off = createLogger({ sink: (t) => lines.push(t), pid: 42 });
+    off.info('login', 'user', 'alice', 'password', 'hunter2');
+    assert.match(lines[0]!, /\] "login" user="alice" password="Key password contains \[password\] data" config="Key config contains \[security-key\] data"\n$/);
+    assert.match(lines[1]!, /\] "login" user="alice" password="hunter2"\n$/);
+  });
+
+  it('--experimental-logging-sanitization is accepted by the binary', async () => {
+    const s = await start(['--experimental-logging-sanitization', '--log-flush-frequency=100ms']);
+    await until('the serving line', () => s.stderr().includes('Serving securely'));
+  });
+
+  it('--profiling: /debug/pprof/ index, a CPU profile (V8 .cpuprofile) and a heap snapshot', async () => {
+    const s = await start([]);
+    const redirect = await call(s, 'GET', '/debug/pprof');
+    assert.equal(redirect.status, 301);
+    assert.equal(redirect.headers.location, '/debug/pprof/');
+    const index = await call(s, 'GET', '/debug/pprof/');
+    assert.equal(index.status, 200);
+    assert.match(index.body.toString(), /<a href='profile'>profile<\/a>[\s\S]*<a href='heap'>heap<\/a>|<a href='heap'>heap<\/a>[\s\S]*<a href='profile'>profile<\/a>/);
+    const profile = await call(s, 'GET', '/debug/pprof/profile?seconds=1');
+    assert.equal(profile.status, 200);
+    assert.equal(profile.headers['content-disposition'], 'attachment; filename="profile.cpuprofile"');
+    const cpu = JSON.parse(profile.body.toString()) as { nodes: unknown[]; startTime: number; endTime: number; samples: number[] };
+    assert.ok(cpu.nodes.length > 0);
+    assert.ok(cpu.endTime - cpu.startTime >= 900_000, `profile lasted ${cpu.endTime - cpu.startTime} µs`);
+    const heap = await call(s, 'GET', '/debug/pprof/heap');
+    assert.equal(heap.status, 200);
+    const snapshot = JSON.parse(heap.body.toString()) as { snapshot: { node_count: number } };
+    assert.ok(snapshot.snapshot.node_count > 1000);
+    assert.equal((await call(s, 'GET', '/debug/pprof/goroutine')).status, 404);
+
+    const off = await start(['--profiling=false']);
+    assert.equal((await call(off, 'GET', '/debug/pprof/')).status, 404);
+    assert.equal((await call(off, 'PUT', '/debug/flags/v', '2')).status, 404);
+  });
+
+  it('--min-request-timeout: a watch without timeoutSeconds ends between it and twice it', async () => {
+    const s = await start(['--min-request-timeout=1']);
+    const started = Date.now();
+    const w = await call(s, 'GET', '/api/v1/namespaces?watch=true');
+    const elapsed = Date.now() - started;
+    assert.equal(w.status, 200);
+    assert.equal(w.body.toString().trim().split('\n').length, 4);
+    assert.ok(elapsed >= 950, `the watch ended after ${elapsed} ms`);
+  });
+
+  it('--max-connection-bytes-per-sec paces long-running responses', async () => {
+    const s = await start(['--max-connection-bytes-per-sec=40000']);
+    const data = 'y'.repeat(30_000);
+    for (const name of ['a', 'b', 'c', 'd']) {
+      const body = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { data } });
+      const r = await new Promise<number>((resolve, reject) => {
+        const req = httpsRequest(`${s.url}/api/v1/namespaces/default/configmaps`, {
+          method: 'POST',
+          ca: s.ca,
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      assert.equal(r, 201);
+    }
+    // A list is not long-running: not paced.
+    const list = await call(s, 'GET', '/api/v1/namespaces/default/configmaps');
+    assert.ok(list.body.length > 120_000);
+    // The watch's initial events (~120 KB) at 40 KB/s, after a burst of one second's worth: about 2 s at least.
+    const started = Date.now();
+    const allAt = await new Promise<number>((resolve, reject) => {
+      const req = httpsRequest(`${s.url}/api/v1/namespaces/default/configmaps?watch=true`, { ca: s.ca, headers: { authorization: `Bearer ${TOKEN}` } }, (res) => {
+        let lines = 0;
+        res.on('data', (d: Buffer) => {
+          for (const b of d) if (b === 10) lines++;
+          if (lines >= 4) {
+            resolve(Date.now() - started);
+            req.destroy();
+          }
+        });
+      });
+      req.on('error', (e) => (e.message.includes('socket hang up') ? undefined : reject(e)));
+      req.end();
+    });
+    assert.ok(allAt >= 1800, `the four initial events arrived after ${allAt} ms`);
+  });
+});

@@ -1,0 +1,295 @@
+/**
+ * /metrics and its options (--disabled-metrics, --allow-metric-labels, --show-hidden-metrics-for-version),
+ * the storage metric polls, APIServerIdentity's lease, APIResponseCompression, --runtime-config and
+ * --delete-collection-workers, checked from outside: kubectl (`get --raw /metrics`, `api-versions`) and an
+ * HTTPS client, against in-process control planes.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { request as httpsRequest } from 'node:https';
+import { gunzipSync } from 'node:zlib';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { requireBinary } from '../helpers/binaries.js';
+import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { parseServerOptions } from '../../src/server/options.js';
+import { createControlPlane } from '../../src/server/controlplane.js';
+
+const present = requireBinary(undefined, 'kubectl') !== null;
+if (!present && process.env.CI === 'true') throw new Error('kubectl is required under CI=true');
+const skip = !present && 'kubectl not installed';
+
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+function call(c: TestCluster, method: string, path: string, opts: { headers?: Record<string, string>; body?: string; signal?: AbortSignal } = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      `${c.url}${path}`,
+      {
+        method,
+        ca: c.cp.server.caCert,
+        headers: { authorization: `Bearer ${c.token}`, ...(opts.body ? { 'content-type': 'application/json' } : {}), ...opts.headers },
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
+
+/** The samples of one metric family in a Prometheus text exposition: labels text -> value. */
+function samples(text: string, name: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$/.exec(line);
+    if (m && m[1] === name) out.set(m[2] ?? '', Number(m[3]));
+  }
+  return out;
+}
+
+function help(text: string, name: string): string | undefined {
+  return new RegExp(`^# HELP ${name} (.*)$`, 'm').exec(text)?.[1];
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, tries = 100): Promise<T> {
+  for (let i = 0; i < tries; i++) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('observability and versioning options', () => {
+  let c: TestCluster;
+  let plain: TestCluster;
+  const ok = async (cluster: TestCluster, args: string[], input?: string) => {
+    const r = await cluster.kubectl(args, input !== undefined ? { input } : {});
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const metrics = (cluster: TestCluster) => ok(cluster, ['get', '--raw', '/metrics']);
+
+  before(async () => {
+    c = await startCluster([
+      '--disabled-metrics=apiserver_longrunning_gauge',
+      '--allow-metric-labels=apiserver_request_total,verb=GET,LIST',
+      '--show-hidden-metrics-for-version=1.22',
+      '--kvstore-count-metric-poll-period=200ms',
+      '--kvstore-db-metric-poll-interval=200ms',
+      '--feature-gates=APIServerIdentity=true',
+      '--identity-lease-duration-seconds=2',
+      '--identity-lease-renew-interval-seconds=1',
+      '--delete-collection-workers=4',
+    ]);
+    plain = await startCluster(['--runtime-config=coordination.k8s.io/v1=false', '--feature-gates=APIResponseCompression=false']);
+  });
+  after(async () => {
+    await c?.stop();
+    await plain?.stop();
+  });
+
+  it('serves the apiserver request metrics in Prometheus text format', { skip }, async () => {
+    await ok(c, ['get', 'namespaces']);
+    await ok(c, ['create', 'namespace', 'metrics-ns']);
+    await ok(c, ['get', 'namespace', 'default']);
+    const r = await call(c, 'GET', '/metrics');
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8');
+    const text = await metrics(c);
+    assert.equal(help(text, 'apiserver_request_total'), '[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.');
+    assert.match(text, /^# TYPE apiserver_request_total counter$/m);
+    const total = samples(text, 'apiserver_request_total');
+    // kubectl get namespaces is a LIST (as a Table); get of one namespace a GET with scope "resource".
+    assert.ok((total.get('{code="200",component="apiserver",dry_run="",group="",resource="namespaces",scope="cluster",subresource="",verb="LIST",version="v1"}') ?? 0) >= 1, text);
+    assert.ok((total.get('{code="200",component="apiserver",dry_run="",group="",resource="namespaces",scope="resource",subresource="",verb="GET",version="v1"}') ?? 0) >= 1);
+    // --allow-metric-labels: POST is not in verb's allow-list.
+    assert.ok((total.get('{code="201",component="apiserver",dry_run="",group="",resource="namespaces",scope="resource",subresource="",verb="unexpected",version="v1"}') ?? 0) >= 1, text);
+    assert.ok(![...total.keys()].some((k) => k.includes('verb="POST"')));
+    // The duration histogram with Kubernetes 1.23's buckets, le last.
+    assert.match(text, /^# TYPE apiserver_request_duration_seconds histogram$/m);
+    const buckets = samples(text, 'apiserver_request_duration_seconds_bucket');
+    const listSeries = [...buckets.keys()].filter((k) => k.includes('resource="namespaces",scope="cluster"') && k.includes('verb="LIST"'));
+    assert.deepEqual(
+      listSeries.map((k) => /le="([^"]+)"\}$/.exec(k)?.[1]),
+      ['0.05', '0.1', '0.2', '0.4', '0.6', '0.8', '1', '1.25', '1.5', '2', '3', '4', '5', '6', '8', '10', '15', '20', '30', '45', '60', '+Inf'],
+    );
+    assert.equal(samples(text, 'apiserver_current_inflight_requests').size, 2);
+    // Health checks are instrumented with their path as subresource.
+    await call(c, 'GET', '/readyz');
+    assert.ok((samples(await metrics(c), 'apiserver_request_total').get('{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/readyz",verb="GET",version=""}') ?? 0) >= 1);
+  });
+
+  it('counts watches and long-running requests while they last', { skip }, async () => {
+    const ac = new AbortController();
+    const watching = call(c, 'GET', '/api/v1/namespaces?watch=true', { signal: ac.signal }).catch(() => undefined);
+    const text = await until('a registered watcher', async () => {
+      const t = await metrics(c);
+      return samples(t, 'apiserver_registered_watchers').get('{group="",kind="Namespace",version="v1"}') === 1 ? t : undefined;
+    });
+    assert.equal(samples(text, 'apiserver_longrunning_requests').get('{component="apiserver",group="",resource="namespaces",scope="cluster",subresource="",verb="WATCH",version="v1"}'), 1);
+    ac.abort();
+    await watching;
+    await until('the watcher to go', async () => {
+      const t = await metrics(c);
+      return samples(t, 'apiserver_registered_watchers').get('{group="",kind="Namespace",version="v1"}') === 0 ? true : undefined;
+    });
+  });
+
+  it('--disabled-metrics and --show-hidden-metrics-for-version', { skip }, async () => {
+    const text = await metrics(c);
+    assert.doesNotMatch(text, /apiserver_longrunning_gauge/);
+    assert.equal(samples(text, 'disabled_metric_total').get(''), 1);
+    // etcd_object_counts was deprecated in 1.22: hidden in 1.23 unless 1.22's hidden metrics are shown.
+    await until('object counts', async () => {
+      const t = await metrics(c);
+      return (samples(t, 'etcd_object_counts').get('{resource="namespaces"}') ?? 0) >= 4 ? true : undefined;
+    });
+    assert.equal(help(text, 'etcd_object_counts'), '[ALPHA] (Deprecated since 1.22.0) Number of stored objects at the time of last check split by kind.');
+
+    // A vector family shows once it has a series: one watch makes the long-running gauges appear.
+    await call(plain, 'GET', '/api/v1/namespaces?watch=true&timeoutSeconds=1');
+    const other = await metrics(plain);
+    assert.doesNotMatch(other, /etcd_object_counts/);
+    assert.equal(samples(other, 'hidden_metric_total').get(''), 1);
+    assert.equal(
+      help(other, 'apiserver_longrunning_gauge'),
+      '[ALPHA] (Deprecated since 1.23.0) Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.',
+    );
+  });
+
+  it('reports stored objects, the store size and the process', { skip }, async () => {
+    const text = await until('storage metrics', async () => {
+      const t = await metrics(c);
+      const objects = samples(t, 'apiserver_storage_objects');
+      return (objects.get('{resource="namespaces"}') ?? 0) >= 4 && samples(t, 'apiserver_storage_db_total_size_in_bytes').size > 0 ? t : undefined;
+    });
+    assert.ok((samples(text, 'apiserver_storage_db_total_size_in_bytes').get('{endpoint="memory"}') ?? 0) > 0);
+    assert.ok((samples(text, 'etcd_db_total_size_in_bytes').get('{endpoint="memory"}') ?? 0) > 0);
+    assert.ok((samples(text, 'process_resident_memory_bytes').get('') ?? 0) > 10 * 1024 * 1024);
+    assert.ok((samples(text, 'process_cpu_seconds_total').get('') ?? 0) > 0);
+    const start = samples(text, 'process_start_time_seconds').get('') ?? 0;
+    assert.ok(start > Date.now() / 1000 - 3600 && start <= Date.now() / 1000, String(start));
+    assert.ok((samples(text, 'process_open_fds').get('') ?? 0) > 0);
+    assert.ok((samples(text, 'nodejs_heap_size_used_bytes').get('') ?? 0) > 0);
+  });
+
+  it('each server value has its own registry, open to other parts of the server', async () => {
+    const counter = c.cp.server.metrics.counter({ name: 'orch_test_events_total', help: 'Test events.', labelNames: ['kind'] });
+    counter.inc({ kind: 'a' }, 2);
+    const text = await c.cp.server.metrics.render();
+    assert.match(text, /^# HELP orch_test_events_total \[ALPHA\] Test events\.$/m);
+    assert.equal(samples(text, 'orch_test_events_total').get('{kind="a"}'), 2);
+    assert.doesNotMatch(await plain.cp.server.metrics.render(), /orch_test_events_total/);
+  });
+
+  it('APIServerIdentity: a renewed identity lease in kube-system, expired ones collected', { skip }, async () => {
+    const leases = async () =>
+      JSON.parse(await ok(c, ['get', 'leases', '-n', 'kube-system', '-l', 'k8s.io/component=kube-apiserver', '-o', 'json'])).items as {
+        metadata: { name: string; labels: Record<string, string> };
+        spec: { holderIdentity: string; leaseDurationSeconds: number; renewTime: string };
+      }[];
+    const first = await until('the identity lease', async () => ((await leases()).length === 1 ? (await leases())[0] : undefined));
+    assert.match(first.metadata.name, /^kube-apiserver-[0-9a-f-]{36}$/);
+    assert.equal(first.spec.holderIdentity, first.metadata.name);
+    assert.equal(first.spec.leaseDurationSeconds, 2);
+    assert.match(first.spec.renewTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    await until('a renewal', async () => ((await leases())[0]!.spec.renewTime > first.spec.renewTime ? true : undefined));
+
+    const stale = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'kube-apiserver-stale', namespace: 'kube-system', labels: { 'k8s.io/component': 'kube-apiserver' } },
+      spec: { holderIdentity: 'kube-apiserver-stale', leaseDurationSeconds: 1, renewTime: '2020-01-01T00:00:00.000000Z' },
+    };
+    await ok(c, ['create', '-f', '-'], JSON.stringify(stale));
+    await until('the stale lease to be collected', async () => ((await leases()).some((l) => l.metadata.name === 'kube-apiserver-stale') ? undefined : true));
+    assert.deepEqual((await leases()).map((l) => l.metadata.name), [first.metadata.name]);
+  });
+
+  it('APIResponseCompression: gzips large lists for clients that accept gzip, not watches', { skip }, async () => {
+    await ok(c, ['create', 'namespace', 'big']);
+    await ok(plain, ['create', 'namespace', 'big']);
+    const big = 'x'.repeat(100 * 1024);
+    for (const cluster of [c, plain]) {
+      for (const name of ['a', 'b']) {
+        const r = await call(cluster, 'POST', '/api/v1/namespaces/big/configmaps', {
+          body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { big } }),
+        });
+        assert.equal(r.status, 201);
+      }
+    }
+    const list = await call(c, 'GET', '/api/v1/namespaces/big/configmaps', { headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(list.headers['content-encoding'], 'gzip');
+    assert.equal(list.headers.vary, 'Accept-Encoding');
+    assert.equal(JSON.parse(gunzipSync(list.body).toString()).items.length, 2);
+    // One object is under 128 KiB: sent as is.
+    const one = await call(c, 'GET', '/api/v1/namespaces/big/configmaps/a', { headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(one.headers['content-encoding'], undefined);
+    // Without Accept-Encoding: gzip, or with the gate off: plain.
+    assert.equal((await call(c, 'GET', '/api/v1/namespaces/big/configmaps')).headers['content-encoding'], undefined);
+    const off = await call(plain, 'GET', '/api/v1/namespaces/big/configmaps', { headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(off.headers['content-encoding'], undefined);
+    assert.equal(JSON.parse(off.body.toString()).items.length, 2);
+    // A watch is never compressed.
+    const watch = await call(c, 'GET', '/api/v1/namespaces/big/configmaps?watch=true&timeoutSeconds=1', { headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(watch.headers['content-encoding'], undefined);
+    assert.equal(watch.body.toString().trim().split('\n').length, 2);
+    // kubectl (Go's transport asks for gzip) reads the compressed list.
+    assert.match(await ok(c, ['get', 'configmaps', '-n', 'big', '-o', 'name']), /configmap\/a\nconfigmap\/b\n/);
+  });
+
+  it('--runtime-config turns a group version off in discovery and routing', { skip }, async () => {
+    assert.match(await ok(c, ['api-versions']), /^coordination\.k8s\.io\/v1$/m);
+    const versions = await ok(plain, ['api-versions']);
+    assert.doesNotMatch(versions, /coordination\.k8s\.io/);
+    assert.match(versions, /^v1$/m);
+    const r = await plain.kubectl(['get', 'leases', '-A']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /the server doesn't have a resource type "leases"/);
+    for (const path of ['/apis/coordination.k8s.io', '/apis/coordination.k8s.io/v1', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases']) {
+      const res = await call(plain, 'GET', path);
+      assert.equal(res.status, 404, path);
+      assert.equal(JSON.parse(res.body.toString()).reason, 'NotFound');
+    }
+    assert.equal((await call(plain, 'GET', '/api/v1/namespaces/default')).status, 200);
+  });
+
+  it('--runtime-config: matchers, core v1, and the startup errors of kube-apiserver', async () => {
+    const refused = async (value: string, message: RegExp) => {
+      const o = parseServerOptions(['--data-dir=:memory:', '--cert-dir=/nonexistent', `--runtime-config=${value}`]);
+      await assert.rejects(createControlPlane(o, { securePort: 0, logger: () => {} }), message);
+    };
+    await refused('api/all=false', /--runtime-config: invalid key with only api\/all=false/);
+    await refused('apps/v1=true', /--runtime-config: unknown api groups apps/);
+    await refused('coordination.k8s.io/v1beta1=true', /--runtime-config: group version coordination.k8s.io\/v1beta1 that has not been registered/);
+    const { servedKinds } = await import('../../src/server/runtimeconfig.js');
+    const { BUILTIN_KINDS } = await import('../../src/registry/kinds/index.js');
+    const gvs = (rc: Record<string, boolean>) => [...new Set(servedKinds(BUILTIN_KINDS, rc).map((k) => `${k.group}/${k.version}`))].sort();
+    assert.deepEqual(gvs({ 'api/all': false, v1: true }), ['/v1']);
+    assert.deepEqual(gvs({ 'api/ga': false, 'coordination.k8s.io/v1': true }), ['coordination.k8s.io/v1']);
+    assert.deepEqual(gvs({ 'api/v1': false, 'api/legacy': false }), gvs({}).filter((g) => g !== '/v1'));
+    assert.ok(gvs({}).includes('/v1') && gvs({}).includes('coordination.k8s.io/v1'));
+  });
+
+  it('--delete-collection-workers: a deletecollection removes every selected object', { skip }, async () => {
+    await ok(c, ['create', 'namespace', 'dc']);
+    for (let i = 0; i < 12; i++) await ok(c, ['create', 'configmap', `cm-${i}`, '-n', 'dc', '--from-literal=k=v']);
+    await ok(c, ['create', 'configmap', 'keep', '-n', 'dc', '--from-literal=k=v']);
+    await ok(c, ['label', 'configmap', 'keep', '-n', 'dc', 'keep=yes']);
+    const r = await call(c, 'DELETE', '/api/v1/namespaces/dc/configmaps?labelSelector=!keep');
+    assert.equal(r.status, 200);
+    const deleted = JSON.parse(r.body.toString()).items.map((i: { metadata: { name: string } }) => i.metadata.name);
+    assert.deepEqual(deleted, Array.from({ length: 12 }, (_, i) => `cm-${i}`).sort());
+    assert.equal(await ok(c, ['get', 'configmaps', '-n', 'dc', '-o', 'name']), 'configmap/keep\n');
+  });
+});
