@@ -14,6 +14,7 @@ import type { BackoffOptions } from './backoff.js';
 import type { Json } from './client/client.js';
 import { NO_EVENTS } from './events.js';
 import { fsSize } from './node/hostinfo.js';
+import type { PodConfigOptions } from './podconfig.js';
 import { PodSyncer } from './podsync.js';
 import { ProcessRuntime } from './runtime/process.js';
 import type { Runtime } from './runtime/runtime.js';
@@ -57,6 +58,10 @@ export interface AgentConfig {
   allowPrivileged?: boolean;
   /** Defaults to the built-in process runtime. */
   runtime?: Runtime;
+  /** Node settings for runtimes that run images: cgroups, DNS, CPU quota (podconfig.ts). */
+  podConfig?: PodConfigOptions;
+  /** --serialize-image-pulls, --registry-qps, --registry-burst (runtimes with an image service). */
+  imagePulls?: { serialize?: boolean; qps?: number; burst?: number };
   backoff?: BackoffOptions;
   /** The agent's servers; none when unset. The manifest endpoint source comes with them. */
   server?: AgentServerConfig;
@@ -107,6 +112,8 @@ export class Agent implements ServerHost {
       events: this.api?.events ?? NO_EVENTS,
       ...(config.nodeIP !== undefined ? { hostIP: config.nodeIP } : {}),
       ...(config.backoff ? { backoff: config.backoff } : {}),
+      ...(config.podConfig ? { podConfig: config.podConfig } : {}),
+      ...(config.imagePulls ? { imagePulls: config.imagePulls } : {}),
     });
     this.workers = new PodWorkers(this.syncer, {
       onError: (pod, err) => this.log('error', `sync of pod ${podFullName(pod)} failed: ${err instanceof Error ? err.message : String(err)}`),

@@ -167,8 +167,8 @@ export const AGENT_FLAGS = [
       { aliases: ['bootstrap-kubeconfig'] },
     ),
     flag('cgroup-driver', 'enum', 'cgroupfs', 'cgroupfs or systemd.', { values: ['cgroupfs', 'systemd'], configField: 'cgroupDriver' }),
-    flag('cgroup-root', 'string', '', 'Optional root cgroup for pods; empty means runtime default.', { configField: 'cgroupRoot' }),
-    flag('cgroups-per-qos', 'bool', 'true', 'Create the QoS cgroup hierarchy.', { configField: 'cgroupsPerQOS' }),
+    flag('cgroup-root', 'string', '', 'Optional root cgroup for pods; empty means runtime default.', { status: S, configField: 'cgroupRoot' }),
+    flag('cgroups-per-qos', 'bool', 'true', 'Create the QoS cgroup hierarchy.', { status: S, configField: 'cgroupsPerQOS' }),
     flag('cloud-config', 'string', undefined, 'Cloud provider configuration file (deprecated, removal in 1.23).'),
     flag('cloud-provider', 'string', undefined, 'Cloud provider; if set it determines the node name (deprecated, removal in 1.23).'),
     flag(
@@ -224,8 +224,8 @@ export const AGENT_FLAGS = [
     flag('contention-profiling', 'bool', 'false', 'Lock contention profiling when profiling is enabled.', {
       configField: 'enableContentionProfiling',
     }),
-    flag('cpu-cfs-quota', 'bool', 'true', 'Enforce CPU CFS quota for containers with CPU limits.', { configField: 'cpuCFSQuota' }),
-    flag('cpu-cfs-quota-period', 'duration', '100ms', 'CPU CFS quota period.', { configField: 'cpuCFSQuotaPeriod' }),
+    flag('cpu-cfs-quota', 'bool', 'true', 'Enforce CPU CFS quota for containers with CPU limits.', { status: S, configField: 'cpuCFSQuota' }),
+    flag('cpu-cfs-quota-period', 'duration', '100ms', 'CPU CFS quota period.', { status: S, configField: 'cpuCFSQuotaPeriod' }),
     flag('cpu-manager-policy', 'enum', 'none', 'none or static.', { values: ['none', 'static'], configField: 'cpuManagerPolicy' }),
     flag('cpu-manager-policy-options', 'mapStringString', undefined, 'Options tuning the chosen CPU manager policy.', {
       configField: 'cpuManagerPolicyOptions',
@@ -398,6 +398,7 @@ export const AGENT_FLAGS = [
       'string',
       undefined,
       'Endpoint of the remote image service (experimental); defaults to the runtime endpoint.',
+      { status: S },
     ),
     flag('iptables-drop-bit', 'int32', '15', 'fwmark bit for dropped packets; range [0,31].', {
       configField: 'iptablesDropBit',
@@ -564,6 +565,7 @@ export const AGENT_FLAGS = [
       'string',
       'k8s.gcr.io/pause:3.6',
       "Image not pruned by image collection; with the built-in runtime all containers of a pod use its network and IPC namespaces.",
+      { status: S },
     ),
     flag(
       'pod-manifest-path',
@@ -613,10 +615,11 @@ export const AGENT_FLAGS = [
       { status: S, configField: 'registerWithTaints', validate: checkTaints },
     ),
     flag('registry-burst', 'int32', '10', 'Burst of image pulls; used only if --registry-qps > 0.', {
+      status: S,
       configField: 'registryBurst',
       validate: nonNegative,
     }),
-    flag('registry-qps', 'int32', '5', 'Pull rate limit; 0 unlimited.', { configField: 'registryPullQPS', validate: nonNegative }),
+    flag('registry-qps', 'int32', '5', 'Pull rate limit; 0 unlimited.', { status: S, configField: 'registryPullQPS', validate: nonNegative }),
     flag('reserved-cpus', 'string', undefined, 'CPUs or ranges reserved for system use; supersedes CPU counts in the reserved flags.', {
       configField: 'reservedSystemCPUs',
     }),
@@ -628,6 +631,7 @@ export const AGENT_FLAGS = [
       { configField: 'reservedMemory' },
     ),
     flag('resolv-conf', 'string', '/etc/resolv.conf', 'Resolver file that is the basis of container DNS.', {
+      status: S,
       configField: 'resolvConf',
     }),
     flag('root-dir', 'string', '/var/lib/orchlet', 'Directory for agent files (volume mounts etc.).', { status: S }),
@@ -644,7 +648,7 @@ export const AGENT_FLAGS = [
       'duration',
       '2m0s',
       'Timeout of runtime requests except pull, logs, exec, attach; on timeout the request is cancelled, an error raised and retried later.',
-      { configField: 'runtimeRequestTimeout' },
+      { status: S, configField: 'runtimeRequestTimeout' },
     ),
     flag(
       'seccomp-default',
@@ -652,7 +656,7 @@ export const AGENT_FLAGS = [
       undefined,
       'Use RuntimeDefault as default seccomp profile (alpha; requires gate SeccompDefault).',
     ),
-    flag('serialize-image-pulls', 'bool', 'true', 'Pull images one at a time.', { configField: 'serializeImagePulls' }),
+    flag('serialize-image-pulls', 'bool', 'true', 'Pull images one at a time.', { status: S, configField: 'serializeImagePulls' }),
     flag('skip-headers', 'bool', 'false', 'Avoid header prefixes in log messages (deprecated).'),
     flag('skip-log-headers', 'bool', 'false', 'Avoid headers when opening log files (deprecated).'),
     flag('stderrthreshold', 'int', '2', 'Logs at or above go to stderr (deprecated).'),

@@ -11,6 +11,8 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Backoff, backoffMessage, KUBELET_BACKOFF, type BackoffOptions } from './backoff.js';
 import { NO_EVENTS, type EventSink, type EventType } from './events.js';
+import { ImagePuller } from './images.js';
+import { containerResources, imageSecurityContext, podDNSConfig, podPortMappings, podSandboxLinux, type PodConfigOptions } from './podconfig.js';
 import { effectiveSecurityContext, resolveIdentity } from './runtime/identity.js';
 import { RuntimeError, type ContainerConfig, type PodSandboxConfig, type Runtime } from './runtime/runtime.js';
 import type * as rt from './runtime/runtime.js';
@@ -46,6 +48,10 @@ export interface PodSyncerOptions {
   now?: () => Date;
   /** Where Pulled, Created, Started, Killing, BackOff and Failed events go. */
   events?: EventSink;
+  /** Node settings for runtimes that run images (cgroups, DNS, CPU quota); see podconfig.ts. */
+  podConfig?: PodConfigOptions;
+  /** --serialize-image-pulls, --registry-qps, --registry-burst (runtimes with an image service). */
+  imagePulls?: { serialize?: boolean; qps?: number; burst?: number };
 }
 
 interface PodState {
@@ -54,6 +60,8 @@ interface PodState {
   /** Container ids by container name, newest first (at most two). */
   ids: Map<string, string[]>;
   waiting: Map<string, WaitingReason>;
+  /** The sandbox's own IP (runtimes with pod networking). */
+  podIP?: string;
 }
 
 export const LABEL_POD_UID = 'io.kubernetes.pod.uid';
@@ -66,11 +74,13 @@ export class PodSyncer implements PodLifecycle {
   private readonly backoff: Backoff;
   private readonly now: () => Date;
   private readonly events: EventSink;
+  private readonly puller: ImagePuller | undefined;
 
   constructor(private readonly o: PodSyncerOptions) {
     this.backoff = new Backoff(o.backoff ?? KUBELET_BACKOFF);
     this.now = o.now ?? (() => new Date());
     this.events = o.events ?? NO_EVENTS;
+    if (o.runtime.images) this.puller = new ImagePuller({ images: o.runtime.images, ...(o.imagePulls ?? {}) });
   }
 
   /** An event about container `c` of `pod` (kubelet's reference with fieldPath spec.containers{name}). */
@@ -149,6 +159,7 @@ export class PodSyncer implements PodLifecycle {
     if (st?.sandboxId) await this.o.runtime.removePodSandbox(st.sandboxId);
     this.pods.delete(uid);
     this.backoff.forget((k) => k.startsWith(`${uid}/`));
+    this.puller?.forgetPod(uid);
     this.o.statusManager.removePod(uid);
     await rm(this.podDir(uid), { recursive: true, force: true });
   }
@@ -175,8 +186,19 @@ export class PodSyncer implements PodLifecycle {
       labels: { ...(pod.metadata.labels ?? {}), [LABEL_POD_UID]: uid, [LABEL_POD_NAME]: name, [LABEL_POD_NAMESPACE]: namespace },
       annotations: { ...(pod.metadata.annotations ?? {}) },
     };
+    if (this.o.runtime.runsImages) {
+      const o = this.o.podConfig ?? {};
+      config.linux = podSandboxLinux(pod, o);
+      config.dnsConfig = podDNSConfig(pod, o);
+      const ports = podPortMappings(pod);
+      if (ports.length > 0) config.portMappings = ports;
+    }
     st.sandboxId = await this.o.runtime.runPodSandbox(config);
     st.sandboxConfig = config;
+    if (this.o.runtime.runsImages && !config.linux?.hostNetwork) {
+      const s = await this.o.runtime.podSandboxStatus(st.sandboxId).catch(() => undefined);
+      if (s?.network?.ip) st.podIP = s.network.ip;
+    }
     return st.sandboxId;
   }
 
@@ -213,8 +235,16 @@ export class PodSyncer implements PodLifecycle {
       this.containerEvent(pod, c, 'Warning', 'Failed', `Error: ${built}`);
       return undefined;
     }
-    // The process runtime has no images: what kubelet says for an image already on the node.
-    this.containerEvent(pod, c, 'Normal', 'Pulled', `Container image "${c.image}" already present on machine`);
+    if (this.puller) {
+      const image = await this.puller.ensure(pod, c, st.sandboxConfig, (type, reason, message) => this.containerEvent(pod, c, type, reason, message));
+      if (!image.ok) {
+        st.waiting.set(c.name, { reason: image.reason, message: image.message });
+        return image.retryAfterMs;
+      }
+    } else {
+      // The process runtime has no images: what kubelet says for an image already on the node.
+      this.containerEvent(pod, c, 'Normal', 'Pulled', `Container image "${c.image}" already present on machine`);
+    }
     let id: string;
     try {
       id = await this.o.runtime.createContainer(sandboxId, built, st.sandboxConfig!);
@@ -245,10 +275,12 @@ export class PodSyncer implements PodLifecycle {
 
   /** The CRI config of a container (kubelet's generateContainerConfig), or why it cannot be made. */
   containerConfig(pod: Pod, c: Container, attempt: number): ContainerConfig | string {
-    const sc = effectiveSecurityContext(pod.spec.securityContext, c.securityContext);
-    const who = resolveIdentity(sc, this.o.allowPrivileged);
+    const images = this.o.runtime.runsImages === true;
+    // An image runtime isolates the container: the image supplies user and command; the runtime refuses privileged.
+    const sc = images ? imageSecurityContext(pod, c) : effectiveSecurityContext(pod.spec.securityContext, c.securityContext);
+    const who = images ? { ok: true as const } : resolveIdentity(sc, this.o.allowPrivileged);
     if (!who.ok) return who.message;
-    if ((c.command?.length ?? 0) + (c.args?.length ?? 0) === 0) {
+    if (!images && (c.command?.length ?? 0) + (c.args?.length ?? 0) === 0) {
       return 'container has no command: the orch process runtime ignores images and runs command + args on the host';
     }
     const env = new Map<string, string>();
@@ -265,6 +297,12 @@ export class PodSyncer implements PodLifecycle {
       securityContext: sc,
     };
     if (c.workingDir !== undefined && c.workingDir !== '') config.workingDir = c.workingDir;
+    if (images) {
+      config.resources = containerResources(pod, c, this.o.podConfig ?? {});
+      if (c.tty === true) config.tty = true;
+      if (c.stdin === true) config.stdin = true;
+      if (c.stdinOnce === true) config.stdinOnce = true;
+    }
     return config;
   }
 
@@ -275,6 +313,7 @@ export class PodSyncer implements PodLifecycle {
       waiting: st.waiting,
       now: this.now(),
       ...(this.o.hostIP !== undefined ? { hostIP: this.o.hostIP } : {}),
+      ...(st.podIP !== undefined ? { podIP: st.podIP } : {}),
     };
     const old = this.o.statusManager.getPodStatus(pod.metadata.uid);
     const status = buildPodStatus(old ? { ...input, old } : input);

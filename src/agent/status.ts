@@ -39,6 +39,8 @@ export interface PodStatusInput {
   old?: PodStatus;
   now: Date;
   hostIP?: string;
+  /** The pod's own IP (a runtime with pod networking); the host IP otherwise. */
+  podIP?: string;
 }
 
 export function containerID(id: string): string {
@@ -68,7 +70,7 @@ export function containerStatusOf(container: Container, inst: ContainerInstances
     ready: false,
     restartCount: latest?.metadata.attempt ?? 0,
     image: container.image,
-    imageID: '',
+    imageID: latest?.imageRef ?? '',
     started: false,
   };
   if (latest) out.containerID = containerID(latest.id);
@@ -209,6 +211,10 @@ export function buildPodStatus(input: PodStatusInput): PodStatus {
     status.hostIP = input.hostIP;
     status.podIP = input.hostIP; // process runtime: every pod shares the host's network
     status.podIPs = [{ ip: input.hostIP }];
+  }
+  if (input.podIP !== undefined) {
+    status.podIP = input.podIP;
+    status.podIPs = [{ ip: input.podIP }];
   }
   return status;
 }

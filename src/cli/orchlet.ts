@@ -1,10 +1,13 @@
 import { readFile } from 'node:fs/promises';
+import { totalmem } from 'node:os';
 import { Agent, nodeNameOf, type AgentConfig } from '../agent/agent.js';
 import { loadKubeconfig } from '../agent/client/kubeconfig.js';
 import { defaultNodeIP, readHostFacts } from '../agent/node/hostinfo.js';
 import { parseTaints } from '../agent/node/nodestatus.js';
 import { agentHelp, parseAgentOptions, type AgentOptions } from '../agent/options.js';
+import { CriRuntime } from '../agent/runtime/cri.js';
 import { ProcessRuntime } from '../agent/runtime/process.js';
+import type { Runtime } from '../agent/runtime/runtime.js';
 import { versionInfo, versionLine } from '../util/version.js';
 import { fail, stopOnSignals } from './run.js';
 
@@ -16,17 +19,42 @@ const PROGRAM = 'orchlet';
  */
 const NOT_YET: Record<string, string> = {
   config: 'configuration files are not implemented yet',
-  'container-runtime-endpoint': 'only the built-in process runtime exists so far',
 };
 
 function checkImplemented(o: AgentOptions): void {
   for (const [name, why] of Object.entries(NOT_YET)) {
     if (o.explicitFlags.has(name)) throw new Error(`--${name}: ${why}`);
   }
+  if (o.containerRuntime !== 'remote') {
+    for (const name of ['container-runtime-endpoint', 'image-service-endpoint']) {
+      if (o.explicitFlags.has(name)) throw new Error(`--${name}: only with --container-runtime=remote`);
+    }
+  }
   if (o.authorizationMode === 'Webhook') throw new Error('--authorization-mode: Webhook is not implemented yet (AlwaysAllow is)');
 }
 
 export type Logger = (level: 'info' | 'error', message: string) => void;
+
+/**
+ * The container runtime of --container-runtime: the built-in process runtime, or (remote) the CRI
+ * runtime at --container-runtime-endpoint, which must answer now.
+ */
+async function runtimeFromOptions(options: AgentOptions): Promise<Runtime> {
+  if (options.containerRuntime !== 'remote') return new ProcessRuntime({ allowPrivileged: false });
+  const endpoint = options.containerRuntimeEndpoint;
+  try {
+    return await CriRuntime.connect({
+      runtimeEndpoint: endpoint,
+      ...(options.imageServiceEndpoint ? { imageEndpoint: options.imageServiceEndpoint } : {}),
+      requestTimeoutMs: options.runtimeRequestTimeout,
+      pinnedImages: [options.podInfraContainerImage],
+    });
+  } catch (err) {
+    throw new Error(`--container-runtime-endpoint=${endpoint}: cannot reach the container runtime: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
+  }
+}
 
 /** The agent's configuration from its parsed options (reads the kubeconfig, the client CA and the host's facts). */
 export async function agentConfigFromOptions(options: AgentOptions, log: Logger): Promise<AgentConfig> {
@@ -36,7 +64,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     .map((s) => s.trim())
     .filter((s) => s !== '');
   if (nodeIPs.length === 0) nodeIPs.push(defaultNodeIP());
-  const runtime = new ProcessRuntime({ allowPrivileged: false });
+  const runtime = await runtimeFromOptions(options);
   const config: AgentConfig = {
     nodeName,
     rootDir: options.rootDir,
@@ -47,6 +75,19 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     runtime,
     log,
   };
+  if (runtime.runsImages) {
+    config.podConfig = {
+      cgroupRoot: options.cgroupRoot,
+      cgroupsPerQOS: options.cgroupsPerQos,
+      clusterDNS: options.clusterDns ?? [],
+      resolvConf: options.resolvConf,
+      cpuCFSQuota: options.cpuCfsQuota,
+      cpuCFSQuotaPeriodMs: options.cpuCfsQuotaPeriod,
+      memoryCapacity: totalmem(),
+      ...(options.clusterDomain !== undefined ? { clusterDomain: options.clusterDomain } : {}),
+    };
+    config.imagePulls = { serialize: options.serializeImagePulls, qps: options.registryQps, burst: options.registryBurst };
+  }
   if (options.podManifestPath !== undefined && options.podManifestPath !== '') config.podManifestPath = options.podManifestPath;
   if (options.manifestUrl !== undefined && options.manifestUrl !== '') {
     config.manifestURL = options.manifestUrl;

@@ -101,8 +101,13 @@ export function runtimeContract(name: string, factory: RuntimeFactory, features:
       });
     }
 
+    /** The records of a log file; none while the runtime has not created it yet. */
     async function logLines(path: string): Promise<string[]> {
-      return parseLog(await readFile(path, 'utf8')).map((r) => `${r.stream} ${r.content}`);
+      const text = await readFile(path, 'utf8').catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return '';
+        throw err;
+      });
+      return parseLog(text).map((r) => `${r.stream} ${r.content}`);
     }
 
     void it('reports its version', async () => {

@@ -83,6 +83,9 @@ const SUPPORTED = [
   'container-runtime-endpoint', 'v', 'help', 'version', 'feature-gates', 'port', 'address', 'read-only-port',
   'node-labels', 'register-node', 'max-pods', 'sync-frequency', 'file-check-frequency', 'http-check-frequency',
   'manifest-url', 'manifest-url-header', 'node-status-update-frequency', 'cluster-dns', 'cluster-domain',
+  // the CRI runtime
+  'image-service-endpoint', 'runtime-request-timeout', 'pod-infra-container-image', 'cgroup-root', 'cgroups-per-qos',
+  'cpu-cfs-quota', 'cpu-cfs-quota-period', 'serialize-image-pulls', 'registry-qps', 'registry-burst', 'resolv-conf',
 ];
 
 function refused(argv: string[], message: string | RegExp): void {

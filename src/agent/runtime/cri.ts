@@ -379,6 +379,8 @@ export class CriRuntime implements Runtime {
     if (s.state === 'CONTAINER_EXITED') {
       const finishedAt = dateOfNanos(s.finishedAt);
       if (finishedAt) out.finishedAt = finishedAt;
+      // containerd records the start after its start call returns: a process quicker than that seems to end first.
+      if (finishedAt && out.startedAt && out.startedAt > finishedAt) out.startedAt = finishedAt;
       out.exitCode = s.exitCode;
       out.reason = s.reason !== '' ? s.reason : s.exitCode === 0 ? 'Completed' : 'Error';
       if (s.message !== '') out.message = s.message;

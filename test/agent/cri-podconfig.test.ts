@@ -1,0 +1,142 @@
+// What a pod asks of an isolating runtime (podconfig.ts) and the image pull policy (images.ts), as
+// kubelet computes them; no runtime needed.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultPullPolicy, ImagePuller } from '../../src/agent/images.js';
+import { containerResources, podCgroupParent, podDNSConfig, podPortMappings, podSandboxLinux } from '../../src/agent/podconfig.js';
+import { RuntimeError, type ImageInfo, type ImageService } from '../../src/agent/runtime/runtime.js';
+import type { Container, Pod } from '../../src/agent/types.js';
+
+const pod = (containers: Partial<Container>[], spec: Record<string, unknown> = {}): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'p', namespace: 'ns', uid: 'u1' },
+  spec: { containers: containers.map((c, i) => ({ name: `c${i}`, image: 'busybox:1', ...c })), ...spec },
+});
+
+void describe('pod config for image runtimes', () => {
+  void it('puts pods under kubepods/<qos>/pod<uid> below --cgroup-root', () => {
+    const best = pod([{}]);
+    const burst = pod([{ resources: { requests: { memory: '10Mi' } } }]);
+    const guaranteed = pod([{ resources: { limits: { cpu: '1', memory: '10Mi' } } }]);
+    assert.equal(podCgroupParent(best, {}), '/kubepods/besteffort/podu1');
+    assert.equal(podCgroupParent(burst, { cgroupRoot: '/orch' }), '/orch/kubepods/burstable/podu1');
+    assert.equal(podCgroupParent(guaranteed, { cgroupRoot: '/' }), '/kubepods/podu1');
+    assert.equal(podCgroupParent(best, { cgroupsPerQOS: false }), undefined);
+  });
+
+  void it('maps resources to cpu shares, CFS quota, memory limit and oom_score_adj', () => {
+    const p = pod([{ resources: { requests: { cpu: '250m', memory: '64Mi' }, limits: { cpu: '500m', memory: '128Mi' } } }]);
+    assert.deepEqual(containerResources(p, p.spec.containers[0]!, { memoryCapacity: 1024 * 1024 * 1024 }), {
+      cpuShares: 256,
+      cpuPeriod: 100_000,
+      cpuQuota: 50_000,
+      memoryLimitInBytes: 128 * 1024 * 1024,
+      oomScoreAdj: 938,
+    });
+    const noQuota = containerResources(p, p.spec.containers[0]!, { cpuCFSQuota: false, cpuCFSQuotaPeriodMs: 50 });
+    assert.equal(noQuota.cpuQuota, undefined);
+    const tiny = pod([{ resources: { limits: { cpu: '1m' } } }]);
+    assert.deepEqual(containerResources(tiny, tiny.spec.containers[0]!, { cpuCFSQuotaPeriodMs: 50 }), { cpuShares: 2, cpuPeriod: 50_000, cpuQuota: 1000, oomScoreAdj: 999 });
+    const best = pod([{}]);
+    assert.deepEqual(containerResources(best, best.spec.containers[0]!, {}), { cpuShares: 2, oomScoreAdj: 1000 });
+    const g = pod([{ resources: { limits: { cpu: '2', memory: '1Gi' } } }]);
+    assert.equal(containerResources(g, g.spec.containers[0]!, {}).oomScoreAdj, -997);
+  });
+
+  void it('derives DNS from dnsPolicy, --cluster-dns, --cluster-domain and --resolv-conf', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'orch-dns-'));
+    try {
+      const resolvConf = join(dir, 'resolv.conf');
+      await writeFile(resolvConf, '# host\nnameserver 192.0.2.53\nsearch example.test\noptions edns0\n');
+      const cluster = { clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local', resolvConf };
+      assert.deepEqual(podDNSConfig(pod([{}]), cluster), {
+        servers: ['10.96.0.10'],
+        searches: ['ns.svc.cluster.local', 'svc.cluster.local', 'cluster.local', 'example.test'],
+        options: ['ndots:5'],
+      });
+      // No cluster DNS, or hostNetwork with ClusterFirst: the host's resolver.
+      const host = { servers: ['192.0.2.53'], searches: ['example.test'], options: ['edns0'] };
+      assert.deepEqual(podDNSConfig(pod([{}]), { resolvConf }), host);
+      assert.deepEqual(podDNSConfig(pod([{}], { hostNetwork: true }), cluster), host);
+      assert.equal(podDNSConfig(pod([{}], { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' }), cluster).servers[0], '10.96.0.10');
+      assert.deepEqual(podDNSConfig(pod([{}], { dnsPolicy: 'None', dnsConfig: { nameservers: ['1.1.1.1'], options: [{ name: 'ndots', value: '2' }] } }), cluster), {
+        servers: ['1.1.1.1'],
+        searches: [],
+        options: ['ndots:2'],
+      });
+      assert.deepEqual(podDNSConfig(pod([{}]), { resolvConf: '' }), { servers: [], searches: [], options: [] });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  void it('collects host ports and the sandbox namespaces', () => {
+    const p = pod([{ ports: [{ containerPort: 80 }, { containerPort: 53, hostPort: 5353, protocol: 'UDP' }], securityContext: { privileged: true } }], {
+      hostNetwork: true,
+    });
+    assert.deepEqual(podPortMappings(p), [{ protocol: 'UDP', containerPort: 53, hostPort: 5353 }]);
+    assert.deepEqual(podSandboxLinux(p, { cgroupsPerQOS: false }), { hostNetwork: true, privileged: true });
+  });
+
+  void it('defaults the pull policy as the API server does', () => {
+    assert.equal(defaultPullPolicy('busybox'), 'Always');
+    assert.equal(defaultPullPolicy('busybox:latest'), 'Always');
+    assert.equal(defaultPullPolicy('localhost:5000/busybox'), 'Always');
+    assert.equal(defaultPullPolicy('localhost:5000/busybox:1.35'), 'IfNotPresent');
+    assert.equal(defaultPullPolicy('busybox@sha256:0123'), 'IfNotPresent');
+  });
+});
+
+void describe('image puller', () => {
+  function fakeImages(present: string[]) {
+    const pulls: string[] = [];
+    const images: ImageService = {
+      imageStatus: async (image) => (present.includes(image) ? ({ id: `sha256:${image}`, repoTags: [image], repoDigests: [], size: 1 } satisfies ImageInfo) : undefined),
+      pullImage: async (image) => {
+        pulls.push(image);
+        if (image.startsWith('bad')) throw new RuntimeError('Failed', `failed to pull and unpack image "${image}": connection refused`);
+        present.push(image);
+        return `sha256:${image}`;
+      },
+      listImages: async () => [],
+      removeImage: async () => undefined,
+    };
+    return { images, pulls };
+  }
+
+  void it('pulls per policy, backs off after a failure and reports kubelet events', async () => {
+    let now = 1_000_000;
+    const { images, pulls } = fakeImages(['have:1']);
+    const puller = new ImagePuller({ images, qps: 0, now: () => now });
+    const events: string[] = [];
+    const ev = (_t: string, reason: string, message: string): void => void events.push(`${reason}: ${message}`);
+    const p = pod([{}]);
+    assert.deepEqual(await puller.ensure(p, { name: 'a', image: 'have:1' }, undefined, ev), { ok: true, imageRef: 'sha256:have:1' });
+    assert.deepEqual(pulls, []);
+    assert.deepEqual(await puller.ensure(p, { name: 'a', image: 'have:1', imagePullPolicy: 'Always' }, undefined, ev), { ok: true, imageRef: 'sha256:have:1' });
+    assert.deepEqual(pulls, ['have:1']);
+    const never = await puller.ensure(p, { name: 'a', image: 'missing:1', imagePullPolicy: 'Never' }, undefined, ev);
+    assert.deepEqual(never, { ok: false, reason: 'ErrImageNeverPull', message: 'Container image "missing:1" is not present with pull policy of Never' });
+
+    const first = await puller.ensure(p, { name: 'a', image: 'bad:1' }, undefined, ev);
+    assert.equal(first.ok ? '' : first.reason, 'ErrImagePull');
+    assert.match(first.ok ? '' : first.message, /connection refused/);
+    now += 5_000;
+    const second = await puller.ensure(p, { name: 'a', image: 'bad:1' }, undefined, ev);
+    assert.deepEqual(second, { ok: false, reason: 'ImagePullBackOff', message: 'Back-off pulling image "bad:1"', retryAfterMs: 5_000 });
+    now += 5_001;
+    const third = await puller.ensure(p, { name: 'a', image: 'bad:1' }, undefined, ev);
+    assert.equal(third.ok ? '' : third.reason, 'ErrImagePull');
+    now += 15_000; // the back-off doubled to 20 s
+    assert.equal((await puller.ensure(p, { name: 'a', image: 'bad:1' }, undefined, ev)).ok ? '' : 'backoff', 'backoff');
+    assert.deepEqual(pulls.filter((i) => i === 'bad:1').length, 2);
+    assert.ok(events.includes('Pulling: Pulling image "bad:1"'), events.join('\n'));
+    assert.ok(events.some((e) => e.startsWith('Failed: Failed to pull image "bad:1": ')), events.join('\n'));
+    assert.ok(events.includes('Pulled: Container image "have:1" already present on machine'), events.join('\n'));
+    assert.ok(events.includes('BackOff: Back-off pulling image "bad:1"'), events.join('\n'));
+  });
+});
