@@ -130,12 +130,28 @@ const SUBRESOURCE_VERBS: Record<'status' | 'finalize', string[]> = {
   finalize: ['update'],
 };
 
+/** A subresource as discovery and OpenAPI list it. */
+export interface SubresourceInfo {
+  name: string;
+  verbs: string[];
+  /** 'write': status, finalize; 'action': a POST of `body` (binding, eviction); 'connect': log. */
+  type: 'write' | 'action' | 'connect';
+  /** The kind discovery names when it is not the parent's (group and version only when they differ). */
+  kind?: { group?: string; version?: string; kind: string; definition: string };
+}
+
 /** The subresources a kind serves, in name order, with their verbs. */
-export function kindSubresources(kind: KindDecl): { name: 'finalize' | 'status'; verbs: string[] }[] {
-  const out: { name: 'finalize' | 'status'; verbs: string[] }[] = [];
-  if (kind.subresources?.finalize) out.push({ name: 'finalize', verbs: SUBRESOURCE_VERBS.finalize });
-  if (kind.subresources?.status) out.push({ name: 'status', verbs: SUBRESOURCE_VERBS.status });
-  return out;
+export function kindSubresources(kind: KindDecl): SubresourceInfo[] {
+  const out: SubresourceInfo[] = [];
+  if (kind.subresources?.finalize) out.push({ name: 'finalize', verbs: SUBRESOURCE_VERBS.finalize, type: 'write' });
+  if (kind.subresources?.status) out.push({ name: 'status', verbs: SUBRESOURCE_VERBS.status, type: 'write' });
+  for (const [name, a] of Object.entries(kind.actions ?? {})) {
+    const b = a.bodyKinds[0]!;
+    const other = b.group !== kind.group || b.version !== kind.version;
+    out.push({ name, verbs: ['create'], type: 'action', kind: { ...(other ? { group: b.group, version: b.version } : {}), kind: b.kind, definition: b.definition } });
+  }
+  for (const [name, c] of Object.entries(kind.connectors ?? {})) out.push({ name, verbs: [...c.verbs], type: 'connect' });
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 function sha512Hex(text: string): string {
@@ -208,7 +224,15 @@ export function apiResources(kinds: readonly KindDecl[], group: string, version:
     main.storageVersionHash = storageVersionHash(k.group, k.version, k.kind);
     entries.push(main);
     for (const sub of kindSubresources(k)) {
-      entries.push({ name: `${k.resource}/${sub.name}`, singularName: '', namespaced: k.namespaced, kind: k.kind, verbs: [...sub.verbs] });
+      entries.push({
+        name: `${k.resource}/${sub.name}`,
+        singularName: '',
+        namespaced: k.namespaced,
+        ...(sub.kind?.group !== undefined ? { group: sub.kind.group } : {}),
+        ...(sub.kind?.version !== undefined ? { version: sub.kind.version } : {}),
+        kind: sub.kind?.kind ?? k.kind,
+        verbs: [...sub.verbs],
+      });
     }
   }
   return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

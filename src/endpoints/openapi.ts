@@ -185,6 +185,18 @@ const P = {
 };
 
 const nameParam = (kind: string): Param => ({ description: `name of the ${kind}`, in: 'path', name: 'name', required: true, type: 'string', uniqueItems: true });
+/** The options of a connector's GET (PodLogOptions, the only connector so far). */
+const CONNECT_PARAMS: Param[] = [
+  query('container', 'string', 'The container for which to stream logs. Defaults to only container if there is one container in the pod.'),
+  query('follow', 'boolean', 'Follow the log stream of the pod. Defaults to false.'),
+  query('insecureSkipTLSVerifyBackend', 'boolean', "insecureSkipTLSVerifyBackend indicates that the apiserver should not confirm the validity of the serving certificate of the backend it is connecting to.  This will make the HTTPS connection between the apiserver and the backend insecure. This means the apiserver cannot verify the log data it is receiving came from the real kubelet.  If the kubelet is configured to verify the apiserver's TLS credentials, it does not mean the connection to the real kubelet is vulnerable to a man in the middle attack (e.g. an attacker could not intercept the actual log data coming from the real kubelet)."),
+  query('limitBytes', 'integer', 'If set, the number of bytes to read from the server before terminating the log output. This may not display a complete final line of logging, and may return slightly more or slightly less than the specified limit.'),
+  query('previous', 'boolean', 'Return previous terminated container logs. Defaults to false.'),
+  query('sinceSeconds', 'integer', 'A relative time in seconds before the current time from which to show logs. If this value precedes the time a pod was started, only logs since the pod start will be returned. If this value is in the future, no logs will be returned. Only one of sinceSeconds or sinceTime may be specified.'),
+  query('tailLines', 'integer', 'If set, the number of lines from the end of the logs to show. If not specified, logs are shown from the creation of the container or sinceSeconds or sinceTime'),
+  query('timestamps', 'boolean', 'If true, add an RFC3339 or RFC3339Nano timestamp at the beginning of every line of log output. Defaults to false.'),
+];
+
 const objectBody = (def: string): Param => ({ in: 'body', name: 'body', required: true, schema: { $ref: REF_PREFIX + def } });
 
 const LIST_PARAMS = [P.allowWatchBookmarks, P.continue, P.fieldSelector, P.labelSelector, P.limit, P.resourceVersion, P.resourceVersionMatch, P.timeoutSeconds, P.watch];
@@ -309,6 +321,33 @@ function kindRoutes(kind: KindDecl): Route[] {
     const subPath = `${item}/${sub.name}`;
     const Sub = capitalize(sub.name);
     const subVerbs = new Set(sub.verbs);
+    if (sub.type === 'action' && sub.kind) {
+      const body = sub.kind.definition;
+      route({
+        path: subPath,
+        method: 'post',
+        action: 'post',
+        operationId: opId('create', ns + K + Sub),
+        description: `create ${sub.name} of${articleFor(K)}${K}`,
+        produces: MEDIA_TYPES,
+        params: [...itemParams, objectBody(body), P.dryRun, P.fieldManager, P.fieldValidation],
+        responses: [...ok(body), ['201', 'Created', body], ['202', 'Accepted', body], UNAUTHORIZED],
+      });
+      continue;
+    }
+    if (sub.type === 'connect') {
+      route({
+        path: subPath,
+        method: 'get',
+        action: 'connect',
+        operationId: opId('read', ns + K + Sub),
+        description: `read ${sub.name} of the specified ${K}`,
+        produces: ['text/plain', ...MEDIA_TYPES],
+        params: [...itemParams, ...CONNECT_PARAMS],
+        responses: [['200', 'OK', undefined], UNAUTHORIZED],
+      });
+      continue;
+    }
     if (subVerbs.has('get')) {
       route({ path: subPath, method: 'get', action: 'get', operationId: opId('read', ns + K + Sub), description: `read ${sub.name} of the specified ${K}`, produces: MEDIA_TYPES, params: itemParams, responses: [...ok(kind.definition), UNAUTHORIZED] });
     }

@@ -24,7 +24,8 @@ import { applyPatch } from './patching.js';
 import { applyFieldValidation, cannotBeHandledMessage, checkFields, fieldValidationDirective, parseBody, unrecognizedObjectMessage } from '../registry/decode.js';
 import { REF_PREFIX, type Definitions } from '../registry/schema.js';
 import { canEncodeProtobuf, decodeKubernetesProtobuf } from '../registry/protobuf.js';
-import { DEFAULT_VERBS } from '../registry/kind.js';
+import { DEFAULT_VERBS, type SubresourceContext } from '../registry/kind.js';
+import { decodeActionBody, serveConnector, type AgentTransport } from './connect.js';
 
 export interface ResourceDeps {
   registry: Registry;
@@ -33,6 +34,8 @@ export interface ResourceDeps {
   /** --min-request-timeout in seconds: watches without timeoutSeconds last between it and twice it. */
   minRequestTimeoutSeconds?: number;
   log?: (message: string) => void;
+  /** How connectors (pods/log) reach node agents. */
+  agentTransport?: AgentTransport;
 }
 
 /** Serves a resource request (info.isResourceRequest) for a group/version the registry knows. */
@@ -56,7 +59,9 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
     const scope: RequestScope = { namespace: decl.namespaced ? info.namespace : '', user: getUser(req) };
     if (decl.namespaced && info.namespace === '' && info.verb !== 'list' && info.verb !== 'watch') throw notFoundPath();
     if (!decl.namespaced && info.parts.length > 0 && info.namespace !== '' && info.resource !== 'namespaces') throw notFoundPath();
-    if (info.subresource !== '' && !(decl.subresources && info.subresource in decl.subresources)) throw notFoundPath();
+    const sub = info.subresource;
+    if (sub !== '' && !(decl.subresources && sub in decl.subresources) && !decl.actions?.[sub] && !decl.connectors?.[sub]) throw notFoundPath();
+    if (decl.actions?.[sub] || decl.connectors?.[sub]) return await serveSubresourceHandler(req, res, info, query, deps, store, scope, out);
     const warnings: string[] = [];
     scope.fieldManager = query.get('fieldManager') || managerFromUserAgent(header(req, 'user-agent'));
     if (info.subresource === '' && !(decl.verbs ?? DEFAULT_VERBS).includes(info.verb)) throw methodNotAllowed(store, req.method ?? '');
@@ -83,7 +88,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         checkFieldManager(query, 'CreateOptions');
         const obj = await decodeObject(req, decl, query, warnings, deps.registry.definitions, 'CreateOptions');
         // The decoded body is ours alone: the store may fill it in rather than copy it.
-        const created = await store.create(scope, obj, warnings, true);
+        const created = decl.compute ? await store.compute(scope, obj) : await store.create(scope, obj, warnings, true);
         setWarnings(res, warnings);
         return writeBody(res, 201, created, out);
       }
@@ -150,6 +155,37 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
   } catch (err) {
     writeError(res, err, out, deps.log);
   }
+}
+
+/** A POST to an action subresource (binding, eviction) or a GET of a connector (log). */
+async function serveSubresourceHandler(
+  req: ApiRequest,
+  res: ApiResponse,
+  info: RequestInfo,
+  query: URLSearchParams,
+  deps: ResourceDeps,
+  store: ResourceStore,
+  scope: RequestScope,
+  out: Output,
+): Promise<void> {
+  const decl = store.decl;
+  const ctx: SubresourceContext = {
+    store,
+    lookup: (group, resource) => deps.registry.storeOfResource(group, resource),
+    scope,
+    settings: deps.registry.settings,
+  };
+  const action = decl.actions?.[info.subresource];
+  if (action) {
+    if (info.verb !== 'create') throw methodNotAllowed(store, req.method ?? '');
+    scope.dryRun = dryRun(query, 'CreateOptions');
+    const body = await decodeActionBody(req, action, deps.registry.definitions);
+    const answer = await action.create(ctx, info.name, body);
+    return writeBody(res, answer.status, answer.body, out);
+  }
+  const connector = decl.connectors![info.subresource]!;
+  if (!connector.verbs.includes(info.verb)) throw methodNotAllowed(store, req.method ?? '');
+  await serveConnector(req, res, connector, ctx, info.name, info.subresource, query, deps.agentTransport ?? {});
 }
 
 /** The manager of a write without fieldManager: the user agent up to its first '/', as Kubernetes. */

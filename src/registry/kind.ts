@@ -9,7 +9,9 @@
  * Validation hooks return field errors, all at once; they never throw.
  */
 import type { FieldError, NameValidator } from '../util/validation.js';
+import type { AccessAuthorizer } from './kinds/authorization/attributes.js';
 import type { Definitions } from './schema.js';
+import type { RequestScope, ResourceStore } from './store.js';
 
 /** A Kubernetes object as JSON. */
 export type KObject = Record<string, any> & {
@@ -56,6 +58,10 @@ export interface KindSettings {
   allowPrivileged?: boolean;
   /** --event-ttl in seconds (default 3600). */
   eventTTLSeconds?: number;
+  /** --orchlet-preferred-address-types: the node address types the server reaches agents at, in order. */
+  agentAddressTypes?: readonly string[];
+  /** The server's authorizer chain (--authorization-mode), for the access reviews. */
+  authorizer?: AccessAuthorizer;
 }
 
 export interface Strategy {
@@ -108,6 +114,51 @@ export interface TableColumn {
   cell(obj: KObject, now?: number): unknown;
 }
 
+/** The kind of a body an action subresource takes. */
+export interface BodyKind {
+  group: string;
+  version: string;
+  kind: string;
+  /** Its schema, e.g. 'io.k8s.api.core.v1.Binding'. */
+  definition: string;
+}
+
+/** What an action or connector works with: the parent kind's store, other kinds' stores, the request. */
+export interface SubresourceContext {
+  store: ResourceStore;
+  /** Another kind's store, by group and resource (e.g. '' and 'nodes'). */
+  lookup(group: string, resource: string): ResourceStore | undefined;
+  scope: RequestScope;
+  settings: Readonly<KindSettings>;
+}
+
+/**
+ * A subresource that only takes a POST of its own body kind (Kubernetes' create-only subresources:
+ * pods/binding, pods/eviction). The endpoint decodes and checks the body against `bodyKinds`, then calls
+ * `create`, which works through the stores and answers with a status code and an object (often a Status).
+ */
+export interface ActionSubresource {
+  /** The kinds the body may be, the first one listed in discovery; a body without apiVersion is the first. */
+  bodyKinds: BodyKind[];
+  create(ctx: SubresourceContext, name: string, body: KObject): Promise<{ status: number; body: KObject }>;
+}
+
+/** Where a connector sends a request: a URL on another server, and what the answer is. */
+export interface ConnectLocation {
+  url: URL;
+  contentType: string;
+}
+
+/**
+ * A subresource answered by another server (Kubernetes' connecters: pods/log). `location` says where, or
+ * null when there is nothing to read (an empty answer); it throws a StatusError for bad requests.
+ */
+export interface ConnectorSubresource {
+  verbs: string[];
+  /** The definition of the options the query carries (discovery's kind is the parent's). */
+  location(ctx: SubresourceContext, name: string, query: URLSearchParams): Promise<ConnectLocation | null>;
+}
+
 export interface KindDecl {
   group: string;
   version: string;
@@ -137,6 +188,15 @@ export interface KindDecl {
     status?: SubresourceStrategy;
     finalize?: SubresourceStrategy;
   };
+  /** Create-only subresources taking a body of another kind (binding, eviction). */
+  actions?: Record<string, ActionSubresource>;
+  /** Subresources answered by another server (log). */
+  connectors?: Record<string, ConnectorSubresource>;
+  /**
+   * Kinds that are never stored (access reviews): a create hands the decoded object to this hook, which
+   * validates it and returns the answer (201); nothing is written. Such kinds serve only `create`.
+   */
+  compute?(obj: KObject, ctx: StrategyContext): Promise<KObject>;
   /** Whether a spec change bumps metadata.generation (compares `spec`); true for most kinds. */
   tracksGeneration?: boolean;
   /** Extra field selectors beyond metadata.name and metadata.namespace, as Kubernetes supports them. */

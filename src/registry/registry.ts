@@ -24,9 +24,12 @@ export class Registry {
   readonly kinds: readonly KindDecl[];
   /** Every schema: the shared meta types and each kind's own. */
   readonly definitions: Definitions;
+  /** The server settings the kinds' strategies and subresources read. */
+  readonly settings: Readonly<KindSettings>;
 
   constructor(cfg: RegistryConfig) {
     this.kinds = cfg.kinds;
+    this.settings = cfg.settings ?? {};
     this.definitions = Object.assign({}, META_DEFINITIONS, ...cfg.kinds.map((k) => k.definitions)) as Definitions;
     for (const decl of cfg.kinds) {
       const kv = cfg.storage.kvFor(decl.group, decl.resource);
@@ -53,6 +56,12 @@ export class Registry {
   /** The store of a kind by its name (e.g. 'Namespace' in group ''). */
   storeOfKind(group: string, kind: string): ResourceStore | undefined {
     for (const s of this.stores.values()) if (s.decl.group === group && s.decl.kind === kind) return s;
+    return undefined;
+  }
+
+  /** The store of a resource in any served version of its group (the first declared). */
+  storeOfResource(group: string, resource: string): ResourceStore | undefined {
+    for (const s of this.stores.values()) if (s.decl.group === group && s.decl.resource === resource) return s;
     return undefined;
   }
 

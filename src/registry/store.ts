@@ -118,6 +118,11 @@ export interface UpdateOptions {
   subresource?: string;
   /** Create when absent even if the kind does not allow create-on-update (server-side apply). */
   forceAllowCreate?: boolean;
+  /**
+   * Write what `build` makes as storage's GuaranteedUpdate does, without the kind's strategy, validation or
+   * admission: for subresources whose own handler changes the object (pods/binding). Metadata rules stay.
+   */
+  unchecked?: boolean;
 }
 
 const GENERATE_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
@@ -219,6 +224,12 @@ export class ResourceStore {
   }
 
   // ---- create -----------------------------------------------------------------------------------------
+
+  /** A create of a kind that is never stored (decl.compute): the hook validates and answers; nothing is written. */
+  async compute(scope: RequestScope, input: KObject): Promise<KObject> {
+    if (!this.decl.compute) throw apiErrors.internal(`${this.decl.kind} is a stored kind`);
+    return this.decl.compute(input, this.ctx(scope));
+  }
 
   /**
    * Creates the object (Kubernetes' BeforeCreate, validation, admission, then the write). The input is
@@ -485,7 +496,7 @@ export class ResourceStore {
       if (requested === 0 && !this.decl.strategy.allowUnconditionalUpdate && subresource === '') {
         throw this.invalid(name, [required(root('metadata', 'resourceVersion'), 'must be specified for an update')]);
       }
-      const obj = await this.prepareUpdate(scope, name, next, old, subresource, warnings);
+      const obj = opts.unchecked ? this.keepSystemFields(name, next, old) : await this.prepareUpdate(scope, name, next, old, subresource, warnings);
       if (scope.dryRun) return { object: obj, created: false };
       // An update that changes nothing is not written (and keeps its resourceVersion), as Kubernetes.
       if (isDeepStrictEqual(this.stripVersion(obj), this.stripVersion(old))) return { object: old, created: false };
@@ -530,6 +541,18 @@ export class ResourceStore {
 
   private nameMismatch(inBody: string, onUrl: string) {
     return apiErrors.badRequest(`the name of the object (${inBody}) does not match the name on the URL (${onUrl})`);
+  }
+
+  /** The object an unchecked update writes: its name, uid, creation and deletion marks from `old`. */
+  private keepSystemFields(name: string, obj: KObject, old: KObject): KObject {
+    const meta = (obj.metadata ??= {});
+    const oldMeta = old.metadata ?? {};
+    meta.name = name;
+    for (const k of ['namespace', 'uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation'] as const) {
+      if (oldMeta[k] !== undefined) (meta as Record<string, unknown>)[k] = oldMeta[k];
+      else delete meta[k];
+    }
+    return obj;
   }
 
   /** Kubernetes' BeforeUpdate: system fields from the old object, the strategy, then validation and admission. */

@@ -17,6 +17,7 @@ import { storageObjectInUseProtection } from '../registry/admission/storage-obje
 import type { Controller } from './controllers/runner.js';
 import type { ServerOptions } from './options.js';
 import { createApiServer, type ApiServer, type ServerConfig } from './server.js';
+import { agentTransportFrom, kindSettingsFrom } from './kindsettings.js';
 import { createLogger, type LogFormat, type Logger } from '../util/log.js';
 import { registerStorageMetrics } from './metrics.js';
 import { servedKinds } from './runtimeconfig.js';
@@ -141,6 +142,7 @@ export async function createControlPlane(
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
     admission: chainAdmission(admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'))),
+    settings: kindSettingsFrom(options),
     deleteCollectionWorkers: options.deleteCollectionWorkers,
   });
   const served = servedKinds(registry.kinds, options.runtimeConfig);
@@ -152,6 +154,7 @@ export async function createControlPlane(
   registerStorageMetrics(server.metrics, storage, storageConfigFrom(options));
   installApi(server.mux, {
     registry,
+    agentTransport: agentTransportFrom(options),
     servedKinds: served,
     signal: server.signal,
     minRequestTimeoutSeconds: options.minRequestTimeout,

@@ -258,7 +258,7 @@ export const SERVER_FLAGS = [
       "Allow-list of label values per metric. Key form '<MetricName>,<LabelName>'; value is a comma-separated list of allowed values; other values are reported as 'unexpected'.",
       { status: S, validate: checkAllowMetricLabels },
     ),
-    flag('allow-privileged', 'bool', 'false', 'Permit privileged containers.'),
+    flag('allow-privileged', 'bool', 'false', 'Permit privileged containers.', { status: S }),
     flag(
       'apiserver-count',
       'int',
@@ -363,7 +363,7 @@ export const SERVER_FLAGS = [
       'strings',
       'Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP',
       'Preferred node address types for node-agent connections, in order.',
-      { aliases: ['kubelet-preferred-address-types'], values: NODE_ADDRESS_TYPES },
+      { aliases: ['kubelet-preferred-address-types'], values: NODE_ADDRESS_TYPES, status: S },
     ),
     flag(
       'orchestrator-service-node-port',
@@ -668,12 +668,15 @@ export const SERVER_FLAGS = [
     flag('proxy-client-key-file', 'string', undefined, 'Private key of that certificate.'),
     flag('orchlet-certificate-authority', 'string', undefined, 'CA certificate file for node-agent connections.', {
       aliases: ['kubelet-certificate-authority'],
+      status: S,
     }),
     flag('orchlet-client-certificate', 'string', undefined, 'TLS client certificate for node-agent connections.', {
       aliases: ['kubelet-client-certificate'],
+      status: S,
     }),
     flag('orchlet-client-key', 'string', undefined, 'TLS client key for node-agent connections.', {
       aliases: ['kubelet-client-key'],
+      status: S,
     }),
   ]),
   ...flagGroup('Transport security options', [
@@ -842,7 +845,7 @@ export const SERVER_FLAGS = [
       "Per-resource sizes 'resource[.group]#size' (lowercase plural resource, group omitted for the core group). Some resources have system defaults; others use the default size.",
       { status: S, validate: checkWatchCacheSizes },
     ),
-    flag('orchlet-timeout', 'duration', '5s', 'Timeout of node-agent operations.', { aliases: ['kubelet-timeout'] }),
+    flag('orchlet-timeout', 'duration', '5s', 'Timeout of node-agent operations.', { aliases: ['kubelet-timeout'], status: S }),
   ]),
   ...flagGroup('Versioning', [
     flag(

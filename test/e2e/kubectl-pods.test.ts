@@ -7,8 +7,50 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { requireBinary } from '../helpers/binaries.js';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
+import { ensureServingCert, makeCA, makeClientCert } from '../../src/server/certs.js';
+
+/** A node agent's log endpoint, as kubelet serves it: records what it was asked, answers with fixed lines. */
+interface FakeAgent {
+  server: Server;
+  port: number;
+  caFile: string;
+  requests: { path: string; query: URLSearchParams; clientCN: string }[];
+}
+
+async function startFakeAgent(dir: string, clientCA: string): Promise<FakeAgent> {
+  const serving = await ensureServingCert({ certDir: join(dir, 'agent'), hosts: [] });
+  const caFile = join(dir, 'agent-ca.crt');
+  await writeFile(caFile, serving.caCert);
+  const requests: FakeAgent['requests'] = [];
+  const server = createServer({ cert: serving.cert, key: serving.key, ca: clientCA, requestCert: true, rejectUnauthorized: false }, (req, res) => {
+    const url = new URL(req.url ?? '/', 'https://agent');
+    const peer = (req.socket as TLSSocket).getPeerCertificate();
+    requests.push({ path: url.pathname, query: url.searchParams, clientCN: typeof peer?.subject?.CN === 'string' ? peer.subject.CN : '' });
+    const m = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+    if (!m) {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('404 page not found');
+      return;
+    }
+    if (m[3] === 'gone') {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end(`container "gone" in pod "${m[2]}" is not available`);
+      return;
+    }
+    let lines = ['line 1', 'line 2', `from ${m[1]}/${m[2]}/${m[3]}`];
+    const tail = url.searchParams.get('tailLines');
+    if (tail !== null) lines = lines.slice(-Number(tail));
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.end(lines.map((l) => (url.searchParams.get('timestamps') === 'true' ? `2024-01-01T00:00:00.000000000Z ${l}` : l)).join('\n') + '\n');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as { port: number }).port, caFile, requests };
+}
 
 const present = requireBinary(undefined, 'kubectl') !== null;
 if (!present && process.env.CI === 'true') throw new Error('kubectl is required under CI=true');
@@ -40,10 +82,29 @@ describe('kubectl: pods', () => {
   };
   const json = async (args: string[]) => JSON.parse(await ok([...args, '-o', 'json']));
 
+  let agent: FakeAgent;
+  let dir: string;
+
   before(async () => {
-    if (present) c = await startCluster();
+    if (!present) return;
+    dir = await mkdtemp(join(tmpdir(), 'orch-pods-'));
+    // The server's client certificate for agents, from a CA the fake agent trusts.
+    const ca = await makeCA('agent-client-ca');
+    const client = await makeClientCert({ caCert: ca.cert, caKey: ca.key, commonName: 'orch-apiserver-orchlet-client' });
+    await writeFile(join(dir, 'client.crt'), client.cert);
+    await writeFile(join(dir, 'client.key'), client.key);
+    agent = await startFakeAgent(dir, ca.cert);
+    c = await startCluster([
+      `--orchlet-certificate-authority=${agent.caFile}`,
+      `--orchlet-client-certificate=${join(dir, 'client.crt')}`,
+      `--orchlet-client-key=${join(dir, 'client.key')}`,
+    ]);
   });
-  after(async () => c?.stop());
+  after(async () => {
+    await c?.stop();
+    agent?.server.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
 
   it('create from YAML: defaults, QoS, tables, status subresource', { skip }, async () => {
     assert.match(await ok(['create', '-f', '-'], { input: POD_YAML('web', 'n1') }), /pod\/web created/);
@@ -185,6 +246,116 @@ describe('kubectl: pods', () => {
     await ok(['create', '-f', '-'], { input: POD_YAML('g3') });
     await ok(['delete', 'pod', 'g3', '--wait=false']);
     assert.equal((await c.request('GET', '/api/v1/namespaces/default/pods/g3')).status, 404);
+  });
+
+  it('binding: binds an unbound pod once, with the PodScheduled condition', { skip }, async () => {
+    await ok(['create', '-f', '-'], { input: POD_YAML('b1') });
+    const body = { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'b1', annotations: { 'example.com/by': 'test' } }, target: { kind: 'Node', name: 'n1' } };
+    const bound = await c.request('POST', '/api/v1/namespaces/default/pods/b1/binding', { body });
+    assert.equal(bound.status, 201, bound.text);
+    assert.deepEqual(bound.json, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' });
+    const pod = await json(['get', 'pod', 'b1']);
+    assert.equal(pod.spec.nodeName, 'n1');
+    assert.equal(pod.metadata.annotations['example.com/by'], 'test');
+    const cond = pod.status.conditions.find((x: { type: string }) => x.type === 'PodScheduled');
+    assert.equal(cond.status, 'True');
+    assert.ok(cond.lastTransitionTime);
+    const again = await c.request('POST', '/api/v1/namespaces/default/pods/b1/binding', { body: { ...body, target: { name: 'n2' } } });
+    assert.equal(again.status, 409);
+    assert.equal(again.json.message, 'Operation cannot be fulfilled on pods/binding "b1": pod b1 is already assigned to node "n1"');
+    const mismatch = await c.request('POST', '/api/v1/namespaces/default/pods/b1/binding', { body: { ...body, metadata: { name: 'other' } } });
+    assert.equal(mismatch.status, 400);
+    assert.equal(mismatch.json.message, 'name in URL does not match name in Binding object');
+    assert.equal((await c.request('GET', '/api/v1/namespaces/default/pods/b1/binding')).status, 405);
+    await ok(['delete', 'pod', 'b1', '--grace-period=0', '--force']);
+  });
+
+  it('eviction: policy/v1 and v1beta1 delete the pod; kubectl drain evicts through discovery', { skip }, async () => {
+    await ok(['create', '-f', '-'], { input: POD_YAML('e1', 'n1') });
+    const ev = await c.request('POST', '/api/v1/namespaces/default/pods/e1/eviction', {
+      body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'e1' }, deleteOptions: { gracePeriodSeconds: 0 } },
+    });
+    assert.equal(ev.status, 201, ev.text);
+    assert.equal(ev.json.status, 'Success');
+    assert.equal((await c.request('GET', '/api/v1/namespaces/default/pods/e1')).status, 404);
+    await ok(['create', '-f', '-'], { input: POD_YAML('e2', 'n1') });
+    const beta = await c.request('POST', '/api/v1/namespaces/default/pods/e2/eviction', { body: { apiVersion: 'policy/v1beta1', kind: 'Eviction', metadata: { name: 'e2' } } });
+    assert.equal(beta.status, 201, beta.text);
+    // Without a grace period in the eviction, the pod's own applies: it is terminating.
+    assert.ok((await json(['get', 'pod', 'e2'])).metadata.deletionTimestamp);
+    await c.request('DELETE', '/api/v1/namespaces/default/pods/e2', { body: { gracePeriodSeconds: 0 } });
+
+    const discovery = await c.request('GET', '/api/v1');
+    const eviction = discovery.json.resources.find((r: { name: string }) => r.name === 'pods/eviction');
+    assert.deepEqual(eviction, { name: 'pods/eviction', singularName: '', namespaced: true, group: 'policy', version: 'v1', kind: 'Eviction', verbs: ['create'] });
+
+    await ok(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'drain-me' } }) });
+    await ok(['create', '-f', '-'], { input: POD_YAML('d1', 'drain-me') });
+    const drained = await k(['drain', 'drain-me', '--force', '--grace-period=0', '--timeout=30s']);
+    assert.equal(drained.code, 0, drained.stderr);
+    assert.match(drained.stdout, /pod\/d1 evicted/);
+    assert.match(drained.stdout, /node\/drain-me drained/);
+    assert.equal((await c.request('GET', '/api/v1/namespaces/default/pods/d1')).status, 404);
+  });
+
+  it('logs: from the agent at the node\'s preferred address, with the server\'s client certificate', { skip }, async () => {
+    const node = {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'agent-node' },
+      status: {
+        // The Hostname does not resolve, so the next preferred type (InternalIP) is used.
+        addresses: [
+          { type: 'Hostname', address: 'no-such-host.invalid' },
+          { type: 'InternalIP', address: '127.0.0.1' },
+        ],
+        daemonEndpoints: { kubeletEndpoint: { Port: agent.port } },
+      },
+    };
+    await ok(['create', '-f', '-'], { input: JSON.stringify(node) });
+    await ok(['create', '-f', '-'], { input: POD_YAML('logs1', 'agent-node') });
+    assert.equal(await ok(['logs', 'logs1']), 'line 1\nline 2\nfrom default/logs1/app\n');
+    const last = agent.requests[agent.requests.length - 1]!;
+    assert.equal(last.path, '/containerLogs/default/logs1/app');
+    assert.equal(last.clientCN, 'orch-apiserver-orchlet-client');
+    assert.equal(await ok(['logs', 'logs1', '--tail=1', '--timestamps']), '2024-01-01T00:00:00.000000000Z from default/logs1/app\n');
+    const q = agent.requests[agent.requests.length - 1]!.query;
+    assert.equal(q.get('tailLines'), '1');
+    assert.equal(q.get('timestamps'), 'true');
+
+    // The server's own answers: choosing a container, bad options, and the agent's errors.
+    const multi = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'multi' },
+      spec: { nodeName: 'agent-node', initContainers: [{ name: 'init', image: 'x' }], containers: [{ name: 'a', image: 'x' }, { name: 'gone', image: 'x' }] },
+    });
+    await ok(['create', '-f', '-'], { input: multi });
+    const noContainer = await c.request('GET', '/api/v1/namespaces/default/pods/multi/log');
+    assert.equal(noContainer.status, 400);
+    assert.equal(noContainer.json.message, 'a container name must be specified for pod multi, choose one of: [a gone] or one of the init containers: [init]');
+    const invalidContainer = await c.request('GET', '/api/v1/namespaces/default/pods/multi/log?container=zzz');
+    assert.equal(invalidContainer.json.message, 'container zzz is not valid for pod multi');
+    const badTail = await c.request('GET', '/api/v1/namespaces/default/pods/multi/log?container=a&tailLines=-1');
+    assert.equal(badTail.status, 422);
+    assert.match(badTail.json.message, /tailLines: Invalid value: -1: must be greater than or equal to 0/);
+    const fromAgent = await c.request('GET', '/api/v1/namespaces/default/pods/multi/log?container=gone');
+    assert.equal(fromAgent.status, 404);
+    assert.equal(fromAgent.json.message, 'container "gone" in pod "multi" is not available');
+    assert.equal(await ok(['logs', 'multi', '-c', 'a']), 'line 1\nline 2\nfrom default/multi/a\n');
+    // A pod on no node has no log yet.
+    await ok(['create', '-f', '-'], { input: POD_YAML('nolog') });
+    const empty = await c.request('GET', '/api/v1/namespaces/default/pods/nolog/log');
+    assert.equal(empty.status, 200);
+    assert.equal(empty.text, '');
+  });
+
+  it('explain pod.spec.containers', { skip }, async () => {
+    const out = await ok(['explain', 'pod.spec.containers']);
+    assert.match(out, /KIND:\s+Pod/);
+    assert.match(out, /FIELD:\s+containers/);
+    assert.match(out, /image\s+<string>/);
+    assert.match(out, /ports\s+<\[\]ContainerPort>/);
   });
 
   for (const version of ['1.27', '1.33']) {

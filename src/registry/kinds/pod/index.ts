@@ -7,13 +7,16 @@
  *   - defaulting, validation and what an update may change: defaults.ts and validation.ts;
  *   - graceful deletion (CheckGracefulDelete): the requested grace period, else the pod's
  *     terminationGracePeriodSeconds; 0 for a pod not bound to a node or already terminal;
- *   - field selectors: ToSelectableFields; table: printPod (table.ts).
+ *   - field selectors: ToSelectableFields; table: printPod (table.ts);
+ *   - pods/binding and pods/eviction (actions.ts), pods/log (log.ts).
  */
 import type { KObject, KindDecl, StrategyContext, SubresourceStrategy } from '../../kind.js';
 import { tryParseQuantity } from '../../../util/quantity.js';
 import { defaultPod } from './defaults.js';
 import { POD_DEFINITIONS } from './definitions.js';
 import { POD_COLUMNS } from './table.js';
+import { bindingAction, evictionAction } from './actions.js';
+import { logConnector } from './log.js';
 import { validatePodCreate, validatePodStatusUpdate, validatePodUpdate } from './validation.js';
 import type { FieldError } from '../../../util/validation.js';
 
@@ -186,4 +189,6 @@ export const podKind: KindDecl = {
     checkGracefulDelete: podGracePeriod,
   },
   subresources: { status: statusStrategy },
+  actions: { binding: bindingAction, eviction: evictionAction },
+  connectors: { log: logConnector },
 };
