@@ -15,7 +15,7 @@ import { forbidden, notSupported, required, root, validateFieldManager, type Fie
 import { applyObject } from '../registry/apply.js';
 import { PATCH_TYPES } from '../registry/patch.js';
 import { bodyFormat, contentType, readBody } from './body.js';
-import { getUser, type ApiRequest, type ApiResponse } from './http.js';
+import { getAuditRecorder, getUser, type ApiRequest, type ApiResponse } from './http.js';
 import { parseBoolParam, type RequestInfo } from './requestinfo.js';
 import { PROTOBUF, setWarnings, writeBody, writeEncoded, writeError, type MediaType, type Output } from './respond.js';
 import { serveWatch } from './watchstream.js';
@@ -71,7 +71,10 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         if (neg.target === 'object' && out.mediaType === 'application/json' && !pretty) {
           // Plain compact JSON: the stored bytes with the resourceVersion put in, when they allow it.
           const got = await store.getJSON(scope, info.name, rv);
-          if (Buffer.isBuffer(got)) return writeEncoded(res, 200, got, out.mediaType, req.method);
+          if (Buffer.isBuffer(got)) {
+            getAuditRecorder(req)?.logResponseObject(got);
+            return writeEncoded(res, 200, got, out.mediaType, req.method);
+          }
           return writeConverted(res, got, decl, neg, includeObject, out, req.method);
         }
         return writeConverted(res, await store.get(scope, info.name, rv), decl, neg, includeObject, out, req.method);
@@ -87,6 +90,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         scope.dryRun = dryRun(query, 'CreateOptions');
         checkFieldManager(query, 'CreateOptions');
         const obj = await decodeObject(req, decl, query, warnings, deps.registry.definitions, 'CreateOptions');
+        getAuditRecorder(req)?.logRequestObject(obj);
         // The decoded body is ours alone: the store may fill it in rather than copy it.
         const created = decl.compute ? await store.compute(scope, obj) : await store.create(scope, obj, warnings, true);
         setWarnings(res, warnings);
@@ -96,6 +100,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         scope.dryRun = dryRun(query, 'UpdateOptions');
         checkFieldManager(query, 'UpdateOptions');
         const obj = await decodeObject(req, decl, query, warnings, deps.registry.definitions, 'UpdateOptions');
+        getAuditRecorder(req)?.logRequestObject(obj);
         const result = await store.update(scope, info.name, () => obj, { subresource: info.subresource }, warnings);
         setWarnings(res, warnings);
         return writeBody(res, result.created ? 201 : 200, result.object, out);
@@ -114,6 +119,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         }
         const directive = fieldValidationDirective(query.get('fieldValidation') ?? undefined, 'PatchOptions');
         const body = await readBody(req);
+        getAuditRecorder(req)?.logRequestPatch(body);
         if (type === 'application/apply-patch+yaml') {
           const result = await serverSideApply(store, scope, info.name, info.subresource, body, force ?? false, deps.registry.definitions, warnings);
           setWarnings(res, warnings);

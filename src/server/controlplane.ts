@@ -22,6 +22,7 @@ import { createLogger, type LogFormat, type Logger } from '../util/log.js';
 import { registerStorageMetrics } from './metrics.js';
 import { servedKinds } from './runtimeconfig.js';
 import { startIdentityLease } from './identity.js';
+import { auditConfigFrom } from './audit.js';
 
 export interface ControlPlane {
   readonly server: ApiServer;
@@ -91,6 +92,7 @@ export function serverConfigFrom(o: ServerOptions, logger?: (message: string) =>
     enablePriorityAndFairness: o.enablePriorityAndFairness && o.featureGates.APIPriorityAndFairness === true,
     requestTimeoutMs: o.requestTimeout,
     shutdownSendRetryAfter: o.shutdownSendRetryAfter,
+    audit: auditConfigFrom(o),
     profiling: o.profiling,
     metrics: {
       disabledMetrics: o.disabledMetrics,

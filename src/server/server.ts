@@ -29,6 +29,10 @@ import { withMaxInFlightLimit } from '../filters/maxinflight.js';
 import { isLongRunning, withRequestInfo, type LongRunningCheck } from '../filters/requestinfo.js';
 import { RequestWaitGroup, withRetryAfter, withWaitGroup } from '../filters/shutdown.js';
 import { withRequestDeadline, withTimeoutForNonLongRunningRequests } from '../filters/timeout.js';
+import { alwaysAllow, withAuthorization, type Authorizer } from '../filters/authorization.js';
+import { withAudit, withAuditID, withFailedAuthenticationAudit, type AuditConfig, type AuditDeps } from '../filters/audit/index.js';
+import { buildAudit, type ServerAudit } from './audit.js';
+import { getAuditRecorder } from '../endpoints/http.js';
 import { withRequestMetrics, type RequestMetricsSink } from '../filters/metrics.js';
 import { withCompression, withConnectionThrottle } from '../filters/throttle.js';
 import { withHTTPLogging } from '../filters/httplog.js';
@@ -106,6 +110,8 @@ export interface ServerConfig {
   maxConnectionBytesPerSec?: number;
   /** Feature gate APIResponseCompression (default true): gzip of large non-watch responses. */
   responseCompression?: boolean;
+  /** The --audit-* options; without a policy file nothing is audited (responses still carry Audit-ID). */
+  audit?: AuditConfig;
 }
 
 // ---- router ------------------------------------------------------------------------------------------
@@ -171,7 +177,9 @@ interface StatusFailure {
 /** Writes a Kubernetes Status (status Failure) as JSON. */
 export function writeStatus(res: ApiResponse, s: StatusFailure): void {
   const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: s.message, reason: s.reason };
-  const body = JSON.stringify(s.details ? { ...status, details: s.details, code: s.code } : { ...status, code: s.code }) + '\n';
+  const full = s.details ? { ...status, details: s.details, code: s.code } : { ...status, code: s.code };
+  getAuditRecorder(res)?.logResponseObject(full);
+  const body = JSON.stringify(full) + '\n';
   res.statusCode = s.code;
   res.setHeader('Content-Type', 'application/json');
   res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -383,13 +391,17 @@ export interface HandlerChainDeps {
   compression?: boolean;
   /** When given, requests are logged at verbosity 3 (httplog), just inside the request-info filter. */
   httpLog?: Logger;
+  /** Default AlwaysAllow. */
+  authorizer?: Authorizer;
+  /** When given, requests are audited (withAudit inside authentication, failed authentications around it). */
+  audit?: Omit<AuditDeps, 'longRunning'>;
 }
 
 /**
- * Every filter, in kube-apiserver's DefaultBuildHandlerChain order. Outermost first: panic recovery →
- * request info → retry-after (shutdown) → HSTS → probabilistic GOAWAY → wait group → request deadline →
- * timeout → CORS → authentication → max-in-flight → (authorization: AlwaysAllow admits everything) →
- * the API handler. `trace` receives each installed filter's name, innermost first (for the order test).
+ * Every filter, in kube-apiserver's DefaultBuildHandlerChain order. Outermost first: audit ID → panic
+ * recovery → request info → retry-after (shutdown) → HSTS → probabilistic GOAWAY → wait group → request
+ * deadline → timeout → CORS → (failed-authentication audit) → authentication → (audit) → max-in-flight →
+ * authorization → the API handler. `trace` receives each installed filter's name, innermost first (for the order test).
  */
 export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps, trace?: (filter: string) => void): Handler {
   const longRunning = deps.longRunning ?? isLongRunning;
@@ -404,8 +416,12 @@ export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps, t
   const rate = deps.maxConnectionBytesPerSec ?? 0;
   if (rate > 0) use('connectionThrottle', (n) => withConnectionThrottle(n, { longRunning, bytesPerSecond: rate }));
   const inflight = deps.maxInFlight ?? { nonMutatingLimit: 400, mutatingLimit: 200 };
+  use('authorization', (n) => withAuthorization(n, { authorizer: deps.authorizer ?? alwaysAllow }));
   use('maxInFlightLimit', (n) => withMaxInFlightLimit(n, { ...inflight, longRunning }));
+  const audit = deps.audit;
+  if (audit) use('audit', (n) => withAudit(n, { ...audit, longRunning }));
   use('authentication', (n) => withAuthentication(n, { authenticator: deps.authenticator, anonymous: deps.anonymous }));
+  if (audit) use('failedAuthenticationAudit', (n) => withFailedAuthenticationAudit(n, audit));
   use('cors', (n) => withCORS(n, { allowedOrigins: deps.corsAllowedOrigins ?? [] }));
   use('timeoutForNonLongRunningRequests', (n) => withTimeoutForNonLongRunningRequests(n, { longRunning }));
   use('requestDeadline', (n) => withRequestDeadline(n, { longRunning, requestTimeoutMs: deps.requestTimeoutMs ?? 60_000 }));
@@ -420,6 +436,7 @@ export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps, t
   if (httpLog) use('httpLogging', (n) => withHTTPLogging(n, { logger: httpLog }));
   use('requestInfo', (n) => withRequestInfo(n));
   use('panicRecovery', (n) => withPanicRecovery(n, { logger: deps.logger }));
+  use('auditID', (n) => withAuditID(n));
   return h;
 }
 
@@ -584,7 +601,8 @@ export async function createApiServer(config: ServerConfig): Promise<ApiServer> 
     hstsDirectives: config.hstsDirectives ?? [],
     goawayChance: config.goawayChance ?? 0,
   };
-  return assembleServer(config, { logger, bindAddress, caCert: serving.caCert, tls, chain });
+  const audit = config.audit ? await buildAudit(config.audit, logger) : undefined;
+  return assembleServer(config, { logger, bindAddress, caCert: serving.caCert, tls, chain, ...(audit ? { audit } : {}) });
 }
 
 interface AssembleDeps {
@@ -593,6 +611,7 @@ interface AssembleDeps {
   caCert: string;
   tls: SecureServerOptions;
   chain: HandlerChainDeps;
+  audit?: ServerAudit;
 }
 
 function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
@@ -621,8 +640,10 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
     installProfiling(mux, { signal: abort.signal });
     installDebugFlags(mux, { logger });
   }
+  deps.audit?.bindMetrics(metrics);
   const handle = buildHandlerChain(routerHandler(mux), {
     ...deps.chain,
+    ...(deps.audit ? { audit: deps.audit.deps } : {}),
     metrics,
     httpLog: logger,
     compression: config.responseCompression ?? true,
@@ -662,7 +683,7 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
       return starting;
     },
     stop() {
-      stopping ??= (async () => {
+      const serving = async () => {
         shuttingDown = true;
         if (!starting) return;
         await starting.catch(() => undefined);
@@ -675,7 +696,9 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
         }
         abort.abort();
         await listener.close(config.shutdownTimeoutMs ?? 60_000);
-      })();
+      };
+      // Audit batch buffers are flushed once no request can add to them.
+      stopping ??= serving().finally(() => deps.audit?.deps.backend.shutdown());
       return stopping;
     },
   };

@@ -151,6 +151,7 @@ void describe('handler chain filters', () => {
       (n) => names.push(n),
     );
     assert.deepEqual(names.reverse(), [
+      'auditID',
       'panicRecovery',
       'requestInfo',
       'retryAfter',
@@ -162,6 +163,7 @@ void describe('handler chain filters', () => {
       'cors',
       'authentication',
       'maxInFlightLimit',
+      'authorization',
     ]);
   });
 

@@ -157,7 +157,8 @@ export async function buildAuditPipeline(c: AuditConfig, deps: { metrics: AuditM
             compress: l.compress,
             onError: (e) => deps.logger(`audit log rotation: ${e.message}`),
           });
-    backends.push(wrap(logBackend(writer, l.format as LogFormat, version, ctx), mode, l.batch, l.truncate, version, ctx));
+    const log = logBackend(writer, l.format as LogFormat, version, ctx, { batch: mode === 'batch' });
+    backends.push(wrap(log, mode, l.batch, l.truncate, version, ctx));
   }
   if (c.webhook && webhookOn) {
     const w = c.webhook;
