@@ -20,7 +20,7 @@ import { startCluster } from '../test/helpers/cluster.js';
 import { freePort } from '../test/helpers/ports.js';
 
 /** Where the bench reaches the server, and how it reads the server's memory. */
-interface BenchServer {
+export interface BenchServer {
   url: string;
   caCert: string;
   token: string;
@@ -40,7 +40,7 @@ interface BenchServer {
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** Spawns `bin/orch-apiserver` on `dir` and resolves once it serves. */
-async function spawnServer(dir: string): Promise<{ child: ChildProcess; url: string }> {
+async function spawnServer(dir: string, extraArgs: readonly string[] = []): Promise<{ child: ChildProcess; url: string }> {
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -52,6 +52,7 @@ async function spawnServer(dir: string): Promise<{ child: ChildProcess; url: str
       `--data-dir=${join(dir, 'data')}`,
       `--cert-dir=${join(dir, 'certs')}`,
       `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      ...extraArgs,
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -80,12 +81,12 @@ async function stopServer(child: ChildProcess): Promise<void> {
  * twice: the first start generates the self-signed certificate, the second (measured) reuses it, as a
  * server does after its first start.
  */
-async function startServerProcess(): Promise<BenchServer> {
+export async function startServerProcess(extraArgs: (dir: string) => string[] = () => []): Promise<BenchServer> {
   const dir = await mkdtemp(join(tmpdir(), 'orch-bench-'));
   const token = 'bench-admin-token';
   await writeFile(join(dir, 'tokens.csv'), `${token},admin,admin,"system:masters"\n`);
-  await stopServer((await spawnServer(dir)).child);
-  const { child, url } = await spawnServer(dir);
+  await stopServer((await spawnServer(dir, extraArgs(dir))).child);
+  const { child, url } = await spawnServer(dir, extraArgs(dir));
   const caCert = await readFile(join(dir, 'certs', 'apiserver.crt'), 'utf8');
   return {
     url,
@@ -143,15 +144,15 @@ export interface ApiRow {
   unit: string;
 }
 
-const CONCURRENCY = 16;
+export const CONCURRENCY = 16;
 const NS = 'bench';
 const NS_1K = 'bench-1k';
 const NS_2S = 'bench-2s';
 const NS_WATCH = 'bench-watch';
-const PVC_PATH = (ns: string) => `/api/v1/namespaces/${ns}/persistentvolumeclaims`;
+export const PVC_PATH = (ns: string) => `/api/v1/namespaces/${ns}/persistentvolumeclaims`;
 
 /** A realistic small claim, as `kubectl apply` would send it (about 330 bytes). */
-function pvcBody(name: string): string {
+export function pvcBody(name: string): string {
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -165,14 +166,14 @@ function pvcBody(name: string): string {
   });
 }
 
-const pvcName = (i: number) => `pvc-${String(i).padStart(6, '0')}`;
+export const pvcName = (i: number) => `pvc-${String(i).padStart(6, '0')}`;
 
 interface Response {
   status: number;
   body: string;
 }
 
-class Client {
+export class Client {
   private constructor(
     readonly session: ClientHttp2Session,
     private readonly token: string,
@@ -230,7 +231,7 @@ class Client {
  * the process CPU time (all threads: main, GC helpers, libuv) per operation and in cores, which other load on the
  * machine affects far less than ops/s.
  */
-async function runConcurrent(
+export async function runConcurrent(
   total: number,
   concurrency: number,
   clients: Client[],

@@ -3,11 +3,13 @@
  * (`node dist/bench/index.js storage`); BENCH_SCALE=0.1 runs a smaller workload.
  */
 import { benchApi } from './api.js';
+import { benchAudit } from './audit.js';
 import { benchStorage } from './storage.js';
 
 const benches: Record<string, (scale: number) => Promise<unknown>> = {
   storage: benchStorage,
   api: benchApi,
+  audit: benchAudit,
 };
 
 const scale = Number(process.env.BENCH_SCALE ?? '1');
