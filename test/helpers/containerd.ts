@@ -402,7 +402,6 @@ export async function startContainerd(options: StartOptions = {}): Promise<Conta
   const cgroupRoot = `/orch-test-${tag}`;
   const socket = join(dir, 'containerd.sock');
   const cniConf = join(dir, 'cni');
-  const preexisting = new Set(['/run/containerd', '/run/containerd/runc', '/run/containerd/runc/k8s.io', '/run/containerd/s', '/var/run/netns', '/var/lib/cni', '/var/lib/cni/results'].filter((p) => existsSync(p)));
   const { subnet, gateway } = freeSubnet();
   const seenIds = new Set<string>();
   let child: ChildProcess | undefined;
@@ -456,10 +455,12 @@ export async function startContainerd(options: StartOptions = {}): Promise<Conta
     removeCgroupTree(cgroupRoot);
     for (const mp of mountsUnder(dir)) spawnSync('umount', ['-l', mp]);
     if (bridgeMade) run('ip', ['link', 'del', bridge], { allowFail: true });
-    // 4. What containerd left under /run/containerd (and empty directories nobody had before).
+    // 4. What containerd left under /run/containerd, and the directories containerd, runc and CNI
+    //    create on demand once empty (another containerd's are not empty; it recreates them as needed).
+    //    Not only those absent at start: with two harnesses at once, the one that ends last must remove them.
     removeRunState(socket, seenIds);
     for (const p of ['/run/containerd/runc/k8s.io', '/run/containerd/runc', '/run/containerd/s', '/run/containerd', '/var/run/netns', '/var/lib/cni/results', '/var/lib/cni']) {
-      if (!preexisting.has(p)) rmdirIfEmpty(p);
+      rmdirIfEmpty(p);
     }
     await rm(dir, { recursive: true, force: true });
   };
