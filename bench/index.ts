@@ -4,11 +4,13 @@
  */
 import { benchApi } from './api.js';
 import { benchAudit } from './audit.js';
+import { benchStartup } from './startup.js';
 import { benchStorage } from './storage.js';
 
 const benches: Record<string, (scale: number) => Promise<unknown>> = {
   storage: benchStorage,
   api: benchApi,
+  startup: benchStartup,
   audit: benchAudit,
 };
 

@@ -1,0 +1,112 @@
+/**
+ * Startup benchmark: the time from spawning bin/orch-apiserver (embedded store in a file, port chosen
+ * beforehand) to its first /readyz 200, polled over HTTPS every 5 ms; and its resident memory (VmRSS from
+ * /proc) after 3 s idle. The first start generates the self-signed serving pair into --cert-dir; the others
+ * reuse it and the store, as a restarted server does. Targets (issue 5): ready under 500 ms, idle RSS under
+ * 80 MB; a reference kube-apiserver took about 6 s to ready and sat at about 300 MB.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../test/helpers/ports.js';
+
+const BIN = fileURLToPath(new URL('../../bin/orch-apiserver', import.meta.url));
+const TOKEN = 'bench-startup-token';
+
+export interface StartupRow {
+  metric: string;
+  value: number;
+  unit: string;
+}
+
+/** 200 once /readyz answers ok; 0 while nothing listens or the TLS handshake fails. */
+function readyz(port: number): Promise<number> {
+  return new Promise((resolve) => {
+    const req = httpsRequest(
+      { host: '127.0.0.1', port, path: '/readyz', rejectUnauthorized: false, agent: false, headers: { authorization: `Bearer ${TOKEN}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', () => resolve(0));
+    req.end();
+  });
+}
+
+async function rssBytes(pid: number): Promise<number> {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+/** One start: ms to ready, and RSS after `idleMs` (when given). */
+async function startOnce(dir: string, idleMs: number): Promise<{ readyMs: number; rss: number }> {
+  const port = await freePort();
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${port}`,
+      `--data-dir=${join(dir, 'data')}`,
+      `--cert-dir=${join(dir, 'certs')}`,
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'ignore'] },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    let readyMs = 0;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`orch-apiserver exited with ${child.exitCode} before it was ready`);
+      if ((await readyz(port)) === 200) {
+        readyMs = performance.now() - started;
+        break;
+      }
+      if (performance.now() - started > 30_000) throw new Error('orch-apiserver was not ready within 30 s');
+      await sleep(5);
+    }
+    let rss = 0;
+    if (idleMs > 0) {
+      await sleep(idleMs);
+      rss = await rssBytes(child.pid!);
+    }
+    return { readyMs, rss };
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+export async function benchStartup(scale: number): Promise<StartupRow[]> {
+  const runs = Math.max(3, Math.round(7 * Math.min(1, scale * 2)));
+  const dir = await mkdtemp(join(tmpdir(), 'orch-bench-startup-'));
+  await writeFile(join(dir, 'tokens.csv'), `${TOKEN},admin,admin,"system:masters"\n`);
+  const rows: StartupRow[] = [];
+  try {
+    const first = await startOnce(dir, 0);
+    const warm: number[] = [];
+    const rss: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const r = await startOnce(dir, i === 0 ? 3000 : 0);
+      warm.push(r.readyMs);
+      if (r.rss > 0) rss.push(r.rss);
+    }
+    rows.push({ metric: 'first start to /readyz 200 (generates the serving pair)', value: Math.round(first.readyMs), unit: 'ms' });
+    rows.push({ metric: `start to /readyz 200, median of ${runs} (target < 500)`, value: Math.round(median(warm)), unit: 'ms' });
+    rows.push({ metric: `  fastest / slowest`, value: Math.round(Math.min(...warm)), unit: `ms / ${Math.round(Math.max(...warm))} ms` });
+    rows.push({ metric: 'idle RSS 3 s after ready (target < 80)', value: Number((median(rss) / (1024 * 1024)).toFixed(1)), unit: 'MiB' });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  console.log(`startup: node ${process.version}, bin/orch-apiserver, embedded store in a file, 127.0.0.1`);
+  for (const { metric, value, unit } of rows) console.log(`  ${metric.padEnd(58)} ${value.toLocaleString('en').padStart(10)} ${unit}`);
+  return rows;
+}
