@@ -1,45 +1,54 @@
 /**
- * `orch`: the all-in-one local cluster for development (`npm start`). Starts orch-apiserver on the embedded
- * store under --home, with an admin token, and writes an admin kubeconfig to <home>/admin.kubeconfig.
+ * `orch`: the all-in-one local cluster for development (`npm start`). In one process: orch-apiserver on the
+ * embedded store under --home, with an admin token, and one orchlet (built-in process runtime, node name =
+ * the host name, node IP 127.0.0.1, root dir <home>/orchlet, static pods from <home>/manifests) registered
+ * with it. Writes <home>/admin.kubeconfig (for kubectl) and <home>/orchlet.kubeconfig (the agent's
+ * credentials), prints one line saying how to use kubectl, and stops the agent then the server on
+ * SIGINT/SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
+import { Agent, nodeNameOf } from '../agent/agent.js';
+import { parseAgentOptions } from '../agent/options.js';
 import { parseServerOptions } from '../server/options.js';
 import { createControlPlane } from '../server/controlplane.js';
 import { flag, formatHelp, parseFlags, toOptions } from '../util/flags.js';
 import { versionLine } from '../util/version.js';
+import { agentConfigFromOptions } from './orchlet.js';
 import { fail, stopOnSignals } from './run.js';
 
 const PROGRAM = 'orch';
 
 const FLAGS = [
-  flag('home', 'string', '.orch', 'Directory for the data, certificates, token file and admin kubeconfig.', { status: 'supported' }),
+  flag('home', 'string', '.orch', 'Directory for the data, certificates, token file, kubeconfigs and the node agent.', { status: 'supported' }),
   flag('secure-port', 'int', '6443', 'Port of the API server (0 picks a free one).', { status: 'supported' }),
+  flag('orchlet-port', 'int', '10250', "Port of the node agent's HTTPS server (logs); 0 picks a free one.", { status: 'supported' }),
+  flag('no-node', 'bool', 'false', 'Start the API server only, without the node agent.', { status: 'supported' }),
   flag('help', 'bool', undefined, 'Print help.', { status: 'supported', short: 'h' }),
   flag('version', 'bool', undefined, 'Print version and quit.', { status: 'supported' }),
 ] as const;
 
-/** The admin token from <home>/tokens.csv, created with a random token on first start. */
-async function adminToken(tokenFile: string): Promise<string> {
+/** The token of `user` in <home>/tokens.csv, added with a random token on first start. */
+async function tokenFor(tokenFile: string, user: string, groups: string): Promise<string> {
   if (existsSync(tokenFile)) {
-    const line = (await readFile(tokenFile, 'utf8')).split('\n').find((l) => l.includes(',admin,'));
+    const line = (await readFile(tokenFile, 'utf8')).split('\n').find((l) => l.split(',')[1] === user);
     if (line) return line.split(',')[0]!;
   }
   const token = randomBytes(24).toString('hex');
-  await writeFile(tokenFile, `${token},admin,admin,"system:masters"\n`, { mode: 0o600 });
+  await appendFile(tokenFile, `${token},${user},${user},"${groups}"\n`, { mode: 0o600 });
   return token;
 }
 
-function kubeconfig(server: string, caCert: string, token: string): string {
+function kubeconfig(server: string, caCert: string, user: string, token: string): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [{ name: 'orch', cluster: { server, 'certificate-authority-data': Buffer.from(caCert).toString('base64') } }],
-    users: [{ name: 'admin', user: { token } }],
-    contexts: [{ name: 'orch', context: { cluster: 'orch', user: 'admin' } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'orch', context: { cluster: 'orch', user } }],
     'current-context': 'orch',
   });
 }
@@ -52,7 +61,7 @@ export async function main(argv: string[]): Promise<void> {
     fail(PROGRAM, err);
   }
   if (o.help) {
-    process.stdout.write(formatHelp(PROGRAM, 'An all-in-one local orch cluster for development.', FLAGS));
+    process.stdout.write(formatHelp(PROGRAM, 'An all-in-one local orch cluster for development: the API server and one node agent.', FLAGS));
     return;
   }
   if (o.version) {
@@ -64,7 +73,9 @@ export async function main(argv: string[]): Promise<void> {
     await mkdir(home, { recursive: true, mode: 0o700 });
     await chmod(home, 0o700);
     const tokenFile = join(home, 'tokens.csv');
-    const token = await adminToken(tokenFile);
+    const adminToken = await tokenFor(tokenFile, 'admin', 'system:masters');
+    const nodeName = nodeNameOf(undefined);
+    const nodeToken = o.noNode ? '' : await tokenFor(tokenFile, `system:node:${nodeName}`, 'system:nodes');
     const options = parseServerOptions([
       `--secure-port=${o.securePort || 6443}`,
       '--bind-address=127.0.0.1',
@@ -76,14 +87,38 @@ export async function main(argv: string[]): Promise<void> {
     await cp.start();
     const url = `https://127.0.0.1:${cp.server.port}`;
     const kubeconfigPath = join(home, 'admin.kubeconfig');
-    await writeFile(kubeconfigPath, kubeconfig(url, cp.server.caCert, token), { mode: 0o600 });
-    process.stderr.write(
-      `${PROGRAM}: API server serving on ${url}\n` +
-        `${PROGRAM}: admin kubeconfig written to ${kubeconfigPath}\n` +
-        `${PROGRAM}:   export KUBECONFIG=${kubeconfigPath}\n` +
-        `${PROGRAM}: no node agent is started: orchlet cannot join a server yet (it runs static pods standalone, see the README).\n`,
-    );
-    stopOnSignals(PROGRAM, () => cp.stop());
+    await writeFile(kubeconfigPath, kubeconfig(url, cp.server.caCert, 'admin', adminToken), { mode: 0o600 });
+    let agent: Agent | undefined;
+    if (!o.noNode) {
+      const agentKubeconfig = join(home, 'orchlet.kubeconfig');
+      await writeFile(agentKubeconfig, kubeconfig(url, cp.server.caCert, `system:node:${nodeName}`, nodeToken), { mode: 0o600 });
+      const rootDir = join(home, 'orchlet');
+      await mkdir(join(home, 'manifests'), { recursive: true, mode: 0o700 });
+      const agentOptions = parseAgentOptions([
+        `--orchconfig=${agentKubeconfig}`,
+        `--root-dir=${rootDir}`,
+        `--cert-dir=${join(rootDir, 'pki')}`,
+        `--pod-manifest-path=${join(home, 'manifests')}`,
+        '--node-ip=127.0.0.1',
+        '--address=127.0.0.1',
+        `--port=${o.orchletPort || 10250}`,
+        '--read-only-port=0',
+        '--healthz-port=0',
+      ]);
+      const log = (level: 'info' | 'error', message: string): void => {
+        if (level === 'error') process.stderr.write(`orchlet: E ${message}\n`);
+      };
+      const config = await agentConfigFromOptions(agentOptions, log);
+      if (config.server) config.server.port = o.orchletPort; // 0: a free port (the option itself refuses 0)
+      agent = new Agent(config);
+      await agent.start();
+    }
+    const node = agent ? `, node ${nodeName} (orchlet on port ${agent.servers?.port ?? 0})` : '';
+    process.stderr.write(`${PROGRAM}: API server on ${url}${node}; use it with: export KUBECONFIG=${kubeconfigPath}; kubectl get nodes\n`);
+    stopOnSignals(PROGRAM, async () => {
+      await agent?.stop();
+      await cp.stop();
+    });
   } catch (err) {
     fail(PROGRAM, err);
   }
