@@ -262,4 +262,18 @@ void describe('orchlet in API-server mode (kubectl)', () => {
       return gone ? true : undefined;
     }, 30_000);
   });
+
+  void it('registers the node again when it is deleted, with a new Lease', async () => {
+    const before = await kubectlJSON(['get', 'node', a.nodeName]);
+    assert.equal((await c.kubectl(['delete', 'node', a.nodeName, '--wait=true'])).code, 0);
+    const after = await waitFor('the node is back and Ready', async () => {
+      const n = await kubectlJSON(['get', 'node', a.nodeName]);
+      const ready = n?.status?.conditions?.find((x: Json) => x.type === 'Ready')?.status === 'True';
+      return n && n.metadata.uid !== before!.metadata.uid && ready ? n : undefined;
+    }, 20_000);
+    await waitFor('a Lease owned by the new Node', async () => {
+      const l = await kubectlJSON(['get', 'lease', '-n', 'kube-node-lease', a.nodeName]);
+      return l?.metadata?.ownerReferences?.[0]?.uid === after.metadata.uid ? true : undefined;
+    }, 20_000);
+  });
 });
