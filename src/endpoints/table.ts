@@ -113,10 +113,8 @@ export function tableColumnDefinitions(kind: KindDecl): TableColumnDefinition[] 
   if (!kind.columns?.length) {
     return [name, { name: 'Created At', type: 'date', format: '', description: CREATION_TIMESTAMP_DESCRIPTION, priority: 0 }];
   }
-  return [
-    name,
-    ...kind.columns.map((c) => ({ name: c.name, type: c.type, format: c.format ?? '', description: c.description, priority: c.priority })),
-  ];
+  const columns = kind.columns.map((c) => ({ name: c.name, type: c.type, format: c.format ?? '', description: c.description, priority: c.priority }));
+  return kind.noNameColumn ? columns : [name, ...columns];
 }
 
 function metadataOf(obj: KObject): Record<string, unknown> {
@@ -129,7 +127,7 @@ export function tableCells(kind: KindDecl, obj: KObject, now: number = Date.now(
   const meta = metadataOf(obj);
   const name = typeof meta.name === 'string' ? meta.name : '';
   if (!kind.columns?.length) return [name, rfc3339UTC(meta.creationTimestamp as string | undefined)];
-  const cells: unknown[] = [name];
+  const cells: unknown[] = kind.noNameColumn ? [] : [name];
   for (const col of kind.columns) {
     let v: unknown;
     try {

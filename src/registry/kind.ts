@@ -208,6 +208,16 @@ export interface KindDecl {
    * `delete: 'Status'` for Namespace; `deleteCollection: 'Status'` for PVC. Defaults: the object, the list.
    */
   responses?: { delete?: 'Status' | 'Object'; deleteCollection?: 'Status' | 'List' };
+  /**
+   * Served from another kind's storage (events.k8s.io/v1 Events are stored as core/v1 Events): that
+   * storage's group and resource, and the conversions to and from its stored form. Reads, lists and
+   * watches see every stored object in this kind's form; writes store the stored form.
+   */
+  storedAs?: { group: string; resource: string; toStored(obj: KObject): KObject; fromStored(obj: KObject): KObject };
+  /** Objects expire this many seconds after their latest write (a storage lease); undefined: never. */
+  ttlSeconds?(obj: KObject, ctx: StrategyContext): number | undefined;
+  /** The table has no leading Name column: the kind's columns say where the name goes (Events). */
+  noNameColumn?: boolean;
   /** Verbs served on the main resource; default DEFAULT_VERBS. */
   verbs?: string[];
 }

@@ -32,7 +32,7 @@ export class Registry {
     this.settings = cfg.settings ?? {};
     this.definitions = Object.assign({}, META_DEFINITIONS, ...cfg.kinds.map((k) => k.definitions)) as Definitions;
     for (const decl of cfg.kinds) {
-      const kv = cfg.storage.kvFor(decl.group, decl.resource);
+      const kv = cfg.storage.kvFor(decl.storedAs?.group ?? decl.group, decl.storedAs?.resource ?? decl.resource);
       const store = new ResourceStore(decl, {
         kv,
         prefix: cfg.storage.prefix,
@@ -44,7 +44,7 @@ export class Registry {
         ...(cfg.deleteCollectionWorkers ? { deleteCollectionWorkers: cfg.deleteCollectionWorkers } : {}),
       });
       this.stores.set(`${decl.group}/${decl.version}/${decl.resource}`, store);
-      cfg.storage.trackCount(decl.group, decl.resource, store.listPrefix(''));
+      if (!decl.storedAs) cfg.storage.trackCount(decl.group, decl.resource, store.listPrefix(''));
     }
   }
 

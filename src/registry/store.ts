@@ -153,7 +153,7 @@ export class ResourceStore {
     private readonly deps: StoreDeps,
   ) {
     this.gr = { group: decl.group, resource: decl.resource };
-    this.root = `${deps.prefix}/${decl.resource}/`;
+    this.root = `${deps.prefix}/${decl.storedAs?.resource ?? decl.resource}/`;
   }
 
   // ---- keys and encoding ------------------------------------------------------------------------------
@@ -167,14 +167,16 @@ export class ResourceStore {
     return this.decl.namespaced ? `${this.root}${namespace}/${name}` : `${this.root}${name}`;
   }
 
-  private encode(obj: KObject): Buffer {
+  private encode(input: KObject): Buffer {
+    const obj = this.decl.storedAs ? this.decl.storedAs.toStored(input) : input;
     const meta = obj.metadata ?? {};
     const { resourceVersion: _rv, selfLink: _sl, ...rest } = meta;
     return Buffer.from(JSON.stringify({ ...obj, metadata: rest }));
   }
 
   decode(kv: KeyValue, revision = kv.modRevision): KObject {
-    const obj = JSON.parse(utf8(kv.value)) as KObject;
+    const parsed = JSON.parse(utf8(kv.value)) as KObject;
+    const obj = this.decl.storedAs ? this.decl.storedAs.fromStored(parsed) : parsed;
     // Stored objects carry no resourceVersion (encode drops it), so it lands last in metadata, as before.
     const meta = obj.metadata;
     if (meta && typeof meta === 'object' && !Array.isArray(meta) && !Object.hasOwn(meta, 'resourceVersion')) {
@@ -183,6 +185,26 @@ export class ResourceStore {
       obj.metadata = { ...(meta ?? {}), resourceVersion: String(revision) };
     }
     return obj;
+  }
+
+  /** A lease granted for a TTL, reused by writes for a while so that not every write grants one. */
+  private lease: { id: number; ttl: number; grantedAt: number } | undefined;
+
+  /**
+   * The put options of a write of `obj`: a storage lease when the kind's objects expire (ttlSeconds). As
+   * Kubernetes' lease manager, a lease is reused for 5% of the TTL (at most a minute) and granted that
+   * much longer, so an object lives at least its TTL.
+   */
+  private async leaseFor(obj: KObject, ctx: StrategyContext): Promise<{ lease?: number }> {
+    const ttl = this.decl.ttlSeconds?.(obj, ctx);
+    if (ttl === undefined || ttl <= 0) return {};
+    const reuse = Math.min(60, Math.floor(ttl * 0.05));
+    const now = Date.now();
+    const l = this.lease;
+    if (l && l.ttl === ttl && now - l.grantedAt < reuse * 1000) return { lease: l.id };
+    const id = await this.deps.kv.grantLease(ttl + reuse);
+    this.lease = { id, ttl, grantedAt: now };
+    return { lease: id };
   }
 
   /** Registers a WriteObserver; returns the function that removes it. */
@@ -276,7 +298,7 @@ export class ResourceStore {
     if (scope.dryRun) return obj;
     for (let attempt = 1; ; attempt++) {
       try {
-        const kv = await this.deps.kv.create(this.key(scope.namespace, meta.name!), this.encode(obj));
+        const kv = await this.deps.kv.create(this.key(scope.namespace, meta.name!), this.encode(obj), await this.leaseFor(obj, ctx));
         meta.resourceVersion = String(kv.modRevision);
         if (this.observers.size > 0) this.written(meta.name!, obj, kv.modRevision);
         return obj;
@@ -315,6 +337,7 @@ export class ResourceStore {
    */
   async getJSON(scope: RequestScope, name: string, resourceVersion?: string): Promise<Buffer | KObject> {
     const kv = await this.getKV(scope, name, resourceVersion);
+    if (this.decl.storedAs) return this.decode(kv);
     return encodeWithResourceVersion(kv.value, String(kv.modRevision)) ?? this.decode(kv);
   }
 
@@ -518,7 +541,7 @@ export class ResourceStore {
         }
       }
       try {
-        const kv = await this.deps.kv.update(key, this.encode(obj), current!.modRevision);
+        const kv = await this.deps.kv.update(key, this.encode(obj), current!.modRevision, await this.leaseFor(obj, this.ctx(scope, subresource)));
         obj.metadata!.resourceVersion = String(kv.modRevision);
         if (this.observers.size > 0) this.written(name, obj, kv.modRevision);
         return { object: obj, created: false };

@@ -16,6 +16,8 @@ import { requireBinary } from '../helpers/binaries.js';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
 import { ensureServingCert, makeCA, makeClientCert } from '../../src/server/certs.js';
 
+type KObjectLike = { metadata: { name: string } };
+
 /** A node agent's log endpoint, as kubelet serves it: records what it was asked, answers with fixed lines. */
 interface FakeAgent {
   server: Server;
@@ -348,6 +350,71 @@ describe('kubectl: pods', () => {
     const empty = await c.request('GET', '/api/v1/namespaces/default/pods/nolog/log');
     assert.equal(empty.status, 200);
     assert.equal(empty.text, '');
+  });
+
+  it('events: core/v1 and events.k8s.io/v1 views of one storage, describe, get events, field selectors', { skip }, async () => {
+    const pod = await json(['get', 'pod', 'web']);
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const core = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: 'web.pulled' },
+      involvedObject: { kind: 'Pod', namespace: 'default', name: 'web', uid: pod.metadata.uid, apiVersion: 'v1', fieldPath: 'spec.containers{app}' },
+      reason: 'Pulled',
+      message: 'Container image "busybox:1.36" already present on machine',
+      source: { component: 'orchlet', host: 'n1' },
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+      type: 'Normal',
+    };
+    const created = await c.request('POST', '/api/v1/namespaces/default/events', { body: core });
+    assert.equal(created.status, 201, created.text);
+    const other = { ...core, metadata: { name: 'elsewhere' }, involvedObject: { ...core.involvedObject, namespace: 'other' } };
+    const mismatch = await c.request('POST', '/api/v1/namespaces/default/events', { body: other });
+    assert.equal(mismatch.status, 422);
+    assert.match(mismatch.json.message, /involvedObject\.namespace: Invalid value: "other": does not match event\.namespace/);
+
+    // The same event through events.k8s.io/v1.
+    const viewed = await c.request('GET', '/apis/events.k8s.io/v1/namespaces/default/events/web.pulled');
+    assert.equal(viewed.status, 200, viewed.text);
+    assert.equal(viewed.json.apiVersion, 'events.k8s.io/v1');
+    assert.equal(viewed.json.note, core.message);
+    assert.equal(viewed.json.regarding.name, 'web');
+    assert.deepEqual(viewed.json.deprecatedSource, { component: 'orchlet', host: 'n1' });
+    assert.equal(viewed.json.message, undefined);
+
+    // events.k8s.io/v1 creates are validated strictly, and seen by core/v1.
+    const strict = { apiVersion: 'events.k8s.io/v1', kind: 'Event', metadata: { name: 'web.started' }, regarding: core.involvedObject, note: 'Started container app', reason: 'Started', type: 'Normal' };
+    const refused = await c.request('POST', '/apis/events.k8s.io/v1/namespaces/default/events', { body: strict });
+    assert.equal(refused.status, 422);
+    assert.match(refused.json.message, /eventTime: Required value/);
+    const micro = new Date().toISOString().replace('Z', '000Z');
+    const accepted = await c.request('POST', '/apis/events.k8s.io/v1/namespaces/default/events', {
+      body: { ...strict, eventTime: micro, reportingController: 'orch.io/orchlet', reportingInstance: 'n1', action: 'Started' },
+    });
+    assert.equal(accepted.status, 201, accepted.text);
+    const asCore = await c.request('GET', '/api/v1/namespaces/default/events/web.started');
+    assert.equal(asCore.json.message, 'Started container app');
+    assert.equal(asCore.json.reportingComponent, 'orch.io/orchlet');
+    assert.equal(asCore.json.involvedObject.name, 'web');
+
+    const described = await ok(['describe', 'pod', 'web']);
+    assert.match(described, /Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message\n/);
+    assert.match(described, /Normal\s+Pulled\s+\S+\s+orchlet\s+Container image "busybox:1\.36" already present on machine/);
+    assert.match(described, /Normal\s+Started\s+\S+\s+orch\.io\/orchlet\s+Started container app/);
+
+    const table = await ok(['get', 'events']);
+    assert.match(table, /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\n/);
+    assert.match(table, /\n\S+\s+Normal\s+Pulled\s+pod\/web\s+Container image "busybox:1\.36" already present on machine\n/);
+    const wide = await ok(['get', 'ev', '-o', 'wide', '--field-selector', 'reason=Pulled']);
+    assert.match(wide, /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+SUBOBJECT\s+SOURCE\s+MESSAGE\s+FIRST SEEN\s+COUNT\s+NAME\n/);
+    assert.match(wide, /\n\S+\s+Normal\s+Pulled\s+pod\/web\s+spec\.containers\{app\}\s+orchlet, n1\s+Container image .* machine\s+\S+\s+1\s+web\.pulled\n$/);
+    assert.equal((await ok(['get', 'events', '--field-selector', 'involvedObject.name=web,type=Normal', '-o', 'name'])).trim().split('\n').length, 2);
+    const viaRegarding = await c.request('GET', '/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=' + encodeURIComponent('regarding.name=web,reportingController=orch.io/orchlet'));
+    assert.deepEqual(viaRegarding.json.items.map((e: KObjectLike) => e.metadata.name), ['web.started']);
+    const groups = await c.request('GET', '/apis/events.k8s.io/v1');
+    assert.deepEqual(groups.json.resources.map((r: { name: string }) => r.name), ['events']);
   });
 
   it('explain pod.spec.containers', { skip }, async () => {

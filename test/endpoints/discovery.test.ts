@@ -244,9 +244,9 @@ describe('aggregated discovery documents', () => {
     assert.deepEqual(doc.items[0]!.versions[1]!.resources[0]!.verbs, ['get', 'list']);
   });
 
-  it('/apis lists the named groups of the built-in kinds (coordination.k8s.io for Lease)', () => {
+  it('/apis lists the named groups of the built-in kinds (coordination.k8s.io for Lease, events.k8s.io for Event)', () => {
     const items = aggregatedDiscovery(BUILTIN_KINDS, 'apis').items;
-    assert.deepEqual(items.map((g) => g.metadata.name), ['coordination.k8s.io']);
+    assert.deepEqual(items.map((g) => g.metadata.name), ['coordination.k8s.io', 'events.k8s.io']);
     assert.deepEqual(items[0]!.versions.map((v) => v.version), ['v1']);
     assert.deepEqual(items[0]!.versions[0]!.resources.map((r) => r.resource), ['leases']);
   });

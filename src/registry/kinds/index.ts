@@ -10,6 +10,7 @@ import { serviceAccountKind } from './serviceaccount.js';
 import { leaseKind } from './lease.js';
 import { nodeKind } from './node.js';
 import { podKind } from './pod/index.js';
+import { eventKind, eventsV1Kind } from './event/index.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -19,8 +20,9 @@ export { serviceAccountKind } from './serviceaccount.js';
 export { leaseKind } from './lease.js';
 export { nodeKind } from './node.js';
 export { podKind } from './pod/index.js';
+export { eventKind, eventsV1Kind } from './event/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
