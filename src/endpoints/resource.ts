@@ -19,6 +19,7 @@ import { getAuditRecorder, getUser, type ApiRequest, type ApiResponse } from './
 import { parseBoolParam, type RequestInfo } from './requestinfo.js';
 import { PROTOBUF, setWarnings, writeBody, writeEncoded, writeError, type MediaType, type Output } from './respond.js';
 import { serveWatch } from './watchstream.js';
+import { withSelfLink } from './selflink.js';
 import { negotiateOutput, transformObject, watchEventTransformer, type OutputNegotiation } from './table.js';
 import { applyPatch } from './patching.js';
 import { applyFieldValidation, cannotBeHandledMessage, checkFields, fieldValidationDirective, parseBody, unrecognizedObjectMessage } from '../registry/decode.js';
@@ -36,6 +37,8 @@ export interface ResourceDeps {
   log?: (message: string) => void;
   /** How connectors (pods/log) reach node agents. */
   agentTransport?: AgentTransport;
+  /** Feature gate RemoveSelfLink off: answers carry metadata.selfLink (src/endpoints/selflink.ts). */
+  selfLink?: boolean;
 }
 
 /** Serves a resource request (info.isResourceRequest) for a group/version the registry knows. */
@@ -56,6 +59,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
     const store = deps.registry.store(info.apiGroup, info.apiVersion, info.resource);
     if (!store) throw notFoundPath();
     const decl = store.decl;
+    const link = deps.selfLink ? (v: KObject): KObject => withSelfLink(v, decl, info.path) : unchanged;
     const scope: RequestScope = { namespace: decl.namespaced ? info.namespace : '', user: getUser(req) };
     if (decl.namespaced && info.namespace === '' && info.verb !== 'list' && info.verb !== 'watch') throw notFoundPath();
     if (!decl.namespaced && info.parts.length > 0 && info.namespace !== '' && info.resource !== 'namespaces') throw notFoundPath();
@@ -68,7 +72,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
     switch (info.verb) {
       case 'get': {
         const rv = query.get('resourceVersion') ?? undefined;
-        if (neg.target === 'object' && out.mediaType === 'application/json' && !pretty) {
+        if (neg.target === 'object' && out.mediaType === 'application/json' && !pretty && !deps.selfLink) {
           // Plain compact JSON: the stored bytes with the resourceVersion put in, when they allow it.
           const got = await store.getJSON(scope, info.name, rv);
           if (Buffer.isBuffer(got)) {
@@ -77,10 +81,10 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
           }
           return writeConverted(res, got, decl, neg, includeObject, out, req.method);
         }
-        return writeConverted(res, await store.get(scope, info.name, rv), decl, neg, includeObject, out, req.method);
+        return writeConverted(res, link(await store.get(scope, info.name, rv)), decl, neg, includeObject, out, req.method);
       }
       case 'list':
-        return writeConverted(res, await store.list(scope, listOptions(query)), decl, neg, includeObject, out, req.method);
+        return writeConverted(res, link(await store.list(scope, listOptions(query))), decl, neg, includeObject, out, req.method);
       case 'watch': {
         const transform = watchEventTransformer(decl, neg, { includeObject });
         return await serveWatch(req, res, store, scope, watchOptions(query), transform, timeoutSeconds(query, deps), deps.signal, out.mediaType === PROTOBUF);
@@ -94,7 +98,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         // The decoded body is ours alone: the store may fill it in rather than copy it.
         const created = decl.compute ? await store.compute(scope, obj) : await store.create(scope, obj, warnings, true);
         setWarnings(res, warnings);
-        return writeBody(res, 201, created, out);
+        return writeBody(res, 201, link(created), out);
       }
       case 'update': {
         scope.dryRun = dryRun(query, 'UpdateOptions');
@@ -103,7 +107,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         getAuditRecorder(req)?.logRequestObject(obj);
         const result = await store.update(scope, info.name, () => obj, { subresource: info.subresource }, warnings);
         setWarnings(res, warnings);
-        return writeBody(res, result.created ? 201 : 200, result.object, out);
+        return writeBody(res, result.created ? 201 : 200, link(result.object), out);
       }
       case 'patch': {
         const type = contentType(req);
@@ -123,7 +127,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         if (type === 'application/apply-patch+yaml') {
           const result = await serverSideApply(store, scope, info.name, info.subresource, body, force ?? false, deps.registry.definitions, warnings);
           setWarnings(res, warnings);
-          return writeBody(res, result.created ? 201 : 200, result.object, out);
+          return writeBody(res, result.created ? 201 : 200, link(result.object), out);
         }
         const result = await store.update(
           scope,
@@ -136,7 +140,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
           warnings,
         );
         setWarnings(res, warnings);
-        return writeBody(res, result.created ? 201 : 200, result.object, out);
+        return writeBody(res, result.created ? 201 : 200, link(result.object), out);
       }
       case 'delete': {
         if (info.subresource !== '') throw methodNotAllowed(store, 'DELETE');
@@ -144,7 +148,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         scope.dryRun = opts.dryRun;
         const { object, deleted } = await store.delete(scope, info.name, opts.options);
         if (decl.responses?.delete === 'Status') return writeBody(res, 200, deleteStatus(decl, object), out);
-        return writeBody(res, opts.orphanDependents === false && !deleted ? 202 : 200, object, out);
+        return writeBody(res, opts.orphanDependents === false && !deleted ? 202 : 200, link(object), out);
       }
       case 'deletecollection': {
         const opts = await deleteOptions(req, query);
@@ -153,7 +157,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         if (decl.responses?.deleteCollection === 'Status') {
           return writeBody(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' }, out);
         }
-        return writeBody(res, 200, { kind: decl.listKind, apiVersion: apiVersionOf(decl), metadata: {}, items }, out);
+        return writeBody(res, 200, link({ kind: decl.listKind, apiVersion: apiVersionOf(decl), metadata: {}, items }), out);
       }
       default:
         throw methodNotAllowed(store, req.method ?? '');
@@ -193,6 +197,8 @@ async function serveSubresourceHandler(
   if (!connector.verbs.includes(info.verb)) throw methodNotAllowed(store, req.method ?? '');
   await serveConnector(req, res, connector, ctx, info.name, info.subresource, query, deps.agentTransport ?? {});
 }
+
+const unchanged = (v: KObject): KObject => v;
 
 /** The manager of a write without fieldManager: the user agent up to its first '/', as Kubernetes. */
 function managerFromUserAgent(ua: string | undefined): string {

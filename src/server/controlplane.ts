@@ -160,6 +160,7 @@ export async function createControlPlane(
     servedKinds: served,
     signal: server.signal,
     minRequestTimeoutSeconds: options.minRequestTimeout,
+    selfLink: options.featureGates.RemoveSelfLink === false,
     serverAddress: () => `${options.advertiseAddress ?? '127.0.0.1'}:${server.port}`,
     version: versionInfo().gitVersion,
     log: server.logger,

@@ -91,7 +91,7 @@ describe('observability and versioning options', () => {
       '--identity-lease-renew-interval-seconds=1',
       '--delete-collection-workers=4',
     ]);
-    plain = await startCluster(['--runtime-config=coordination.k8s.io/v1=false', '--feature-gates=APIResponseCompression=false']);
+    plain = await startCluster(['--runtime-config=coordination.k8s.io/v1=false', '--feature-gates=APIResponseCompression=false,RemoveSelfLink=false']);
   });
   after(async () => {
     await c?.stop();
@@ -246,6 +246,25 @@ describe('observability and versioning options', () => {
     assert.equal(watch.body.toString().trim().split('\n').length, 2);
     // kubectl (Go's transport asks for gzip) reads the compressed list.
     assert.match(await ok(c, ['get', 'configmaps', '-n', 'big', '-o', 'name']), /configmap\/a\nconfigmap\/b\n/);
+  });
+
+  it('RemoveSelfLink: no selfLink by default (1.23); with the gate off, objects, lists and items carry theirs', { skip }, async () => {
+    const get = async (cluster: TestCluster, path: string) => JSON.parse((await call(cluster, 'GET', path)).body.toString());
+    assert.equal((await get(c, '/api/v1/namespaces/default')).metadata.selfLink, undefined);
+    assert.equal((await get(c, '/api/v1/namespaces')).metadata.selfLink, undefined);
+    assert.equal((await get(plain, '/api/v1/namespaces/default')).metadata.selfLink, '/api/v1/namespaces/default');
+    await ok(plain, ['create', 'namespace', 'links']);
+    const created = await call(plain, 'POST', '/api/v1/namespaces/links/configmaps', {
+      body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'one' } }),
+    });
+    assert.equal(JSON.parse(created.body.toString()).metadata.selfLink, '/api/v1/namespaces/links/configmaps/one');
+    const list = await get(plain, '/api/v1/namespaces/links/configmaps');
+    assert.equal(list.metadata.selfLink, '/api/v1/namespaces/links/configmaps');
+    assert.deepEqual(list.items.map((i: { metadata: { selfLink: string } }) => i.metadata.selfLink), ['/api/v1/namespaces/links/configmaps/one']);
+    const all = await get(plain, '/api/v1/configmaps');
+    assert.equal(all.metadata.selfLink, '/api/v1/configmaps');
+    // kubectl still reads such answers.
+    assert.equal(await ok(plain, ['get', 'configmap', 'one', '-n', 'links', '-o', 'jsonpath={.metadata.selfLink}']), '/api/v1/namespaces/links/configmaps/one');
   });
 
   it('--runtime-config turns a group version off in discovery and routing', { skip }, async () => {
