@@ -115,7 +115,7 @@ void describe('orchlet in API-server mode (kubectl)', () => {
     });
   });
 
-  void it('runs a pod bound to the node: Running with Kubernetes status, logs from /containerLogs', async () => {
+  void it('runs a pod bound to the node: Running with Kubernetes status; kubectl logs and /containerLogs', async () => {
     await create(pod('hello', 'echo one; echo two; echo three; while sleep 0.2; do :; done'));
     const p = await waitPod('hello', 'Running', (x) => x.status?.phase === 'Running');
     assert.equal(p.status.podIP, '127.0.0.1');
@@ -142,6 +142,15 @@ void describe('orchlet in API-server mode (kubectl)', () => {
     });
     assert.equal(logs, 'one\ntwo\nthree\n');
     assert.equal((await agentGet(a, '/containerLogs/default/hello/main?tailLines=1')).body, 'three\n');
+    // kubectl logs through the server's pods/log, which asks this agent
+    const kl = await c.kubectl(['logs', 'hello']);
+    assert.equal(kl.code, 0, kl.stderr);
+    assert.equal(kl.stdout, 'one\ntwo\nthree\n');
+    assert.equal((await c.kubectl(['logs', 'hello', '--tail=2'])).stdout, 'two\nthree\n');
+    assert.match((await c.kubectl(['logs', 'hello', '-c', 'main', '--timestamps'])).stdout, /^\d{4}-\d\d-\d\dT[\d:.]+Z one\n/);
+    const klPrev = await c.kubectl(['logs', 'hello', '--previous']);
+    assert.notEqual(klPrev.code, 0);
+    assert.match(klPrev.stderr, /previous terminated container "main" in pod "hello" not found/);
     assert.equal((await agentGet(a, '/containerLogs/default/hello/main?limitBytes=6')).body, 'one\ntw');
     assert.match((await agentGet(a, '/containerLogs/default/hello/main?timestamps=true')).body, /^\d{4}-\d\d-\d\dT[\d:.]+Z one\n/);
     assert.equal((await agentGet(a, '/containerLogs/default/hello/main?sinceTime=2999-01-01T00:00:00Z')).body, '');
@@ -161,8 +170,10 @@ void describe('orchlet in API-server mode (kubectl)', () => {
   void it('follows a log (follow=true) and ends the stream when the container exits', async () => {
     await create(pod('ticker', 'for i in 1 2 3 4 5; do echo tick $i; sleep 0.3; done', { restartPolicy: 'Never' }));
     await waitPod('ticker', 'started', (x) => x.status?.containerStatuses?.[0]?.containerID !== undefined);
-    const r = await agentGet(a, '/containerLogs/default/ticker/main?follow=true');
+    const [r, kf] = await Promise.all([agentGet(a, '/containerLogs/default/ticker/main?follow=true'), c.kubectl(['logs', '-f', 'ticker'])]);
     assert.equal(r.body, 'tick 1\ntick 2\ntick 3\ntick 4\ntick 5\n');
+    assert.equal(kf.code, 0, kf.stderr);
+    assert.equal(kf.stdout, 'tick 1\ntick 2\ntick 3\ntick 4\ntick 5\n', 'kubectl logs -f');
     const done = await waitPod('ticker', 'Succeeded', (x) => x.status?.phase === 'Succeeded');
     assert.equal(done.status.containerStatuses[0].state.terminated.reason, 'Completed');
     assert.equal(done.status.conditions.find((x: Json) => x.type === 'Ready').reason, 'PodCompleted');
@@ -184,6 +195,7 @@ void describe('orchlet in API-server mode (kubectl)', () => {
     assert.equal(onFailure.status.containerStatuses[0].lastState.terminated.exitCode, 1);
     const prev = await agentGet(a, '/containerLogs/default/onfailure/main?previous=true');
     assert.equal(prev.body, 'fail\n');
+    assert.equal((await c.kubectl(['logs', 'onfailure', '--previous'])).stdout, 'fail\n');
     const always = await waitPod('always', 'restarted after success', (x) => x.status?.containerStatuses?.[0]?.restartCount >= 1);
     assert.equal(always.status.phase, 'Running');
     assert.equal(always.status.containerStatuses[0].lastState.terminated?.reason ?? always.status.containerStatuses[0].state.terminated?.reason, 'Completed');
