@@ -161,6 +161,20 @@ void describe('orchlet in API-server mode (kubectl)', () => {
     assert.equal((await agentGet(a, '/containerLogs/default/hello/nope')).body, 'container "nope" not found in pod "hello"');
     assert.equal((await agentGet(a, '/containerLogs/default/hello/main?tailLines=-1')).code, 422);
 
+    const events = await waitFor('Pulled, Created and Started events', async () => {
+      const list = await kubectlJSON(['get', 'events', '--field-selector', 'involvedObject.name=hello']);
+      const reasons = (list?.items ?? []).map((e: Json) => e.reason as string);
+      return ['Pulled', 'Created', 'Started'].every((r) => reasons.includes(r)) ? (list!.items as Json[]) : undefined;
+    });
+    const started = events.find((e) => e.reason === 'Started')!;
+    assert.equal(started.message, 'Started container main');
+    assert.equal(started.type, 'Normal');
+    assert.deepEqual(started.source, { component: 'kubelet', host: a.nodeName });
+    assert.equal(started.involvedObject.fieldPath, 'spec.containers{main}');
+    assert.equal(started.involvedObject.uid, p.metadata.uid);
+    const describe = await c.kubectl(['describe', 'pod', 'hello']);
+    assert.match(describe.stdout, /Normal\s+Started\s+\S+\s+kubelet\s+Started container main/);
+
     const podList = JSON.parse((await agentGet(a, '/pods')).body) as Json;
     assert.equal(podList.kind, 'PodList');
     assert.ok(podList.items.some((x: Json) => x.metadata.name === 'hello' && x.status.phase === 'Running'));
@@ -192,6 +206,11 @@ void describe('orchlet in API-server mode (kubectl)', () => {
       return s?.restartCount >= 1 && s?.state?.waiting?.reason === 'CrashLoopBackOff';
     });
     assert.equal(onFailure.status.phase, 'Running');
+    await waitFor('a BackOff event', async () => {
+      const list = await kubectlJSON(['get', 'events', '--field-selector', 'involvedObject.name=onfailure,reason=BackOff']);
+      const e = list?.items?.[0];
+      return e?.type === 'Warning' && e.message === 'Back-off restarting failed container' ? true : undefined;
+    });
     assert.equal(onFailure.status.containerStatuses[0].lastState.terminated.exitCode, 1);
     const prev = await agentGet(a, '/containerLogs/default/onfailure/main?previous=true');
     assert.equal(prev.body, 'fail\n');
