@@ -1,5 +1,6 @@
 import { parseServerOptions, serverHelp } from '../server/options.js';
-import { createControlPlane } from '../server/controlplane.js';
+import { createControlPlane, loggerFrom } from '../server/controlplane.js';
+import type { Logger } from '../util/log.js';
 import { versionLine } from '../util/version.js';
 import { fail, stopOnSignals } from './run.js';
 
@@ -20,12 +21,15 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(versionLine(PROGRAM) + '\n');
     return;
   }
+  let logger: Logger | undefined;
   try {
-    const cp = await createControlPlane(options);
+    logger = loggerFrom(options);
+    const cp = await createControlPlane(options, { logger });
     await cp.start();
     process.stderr.write(`${PROGRAM}: serving on ${cp.server.url}\n`);
     stopOnSignals(PROGRAM, () => cp.stop());
   } catch (err) {
+    logger?.flush(); // what was logged before the failure goes out before the process exits
     fail(PROGRAM, err);
   }
 }

@@ -21,6 +21,8 @@ export interface RequestMetricsSink {
   observe(verb: string, dryRun: string, info: RequestInfo, code: number, seconds: number): void;
   /** Whether a request belongs in the request metrics (a served resource, or an instrumented path). */
   recorded(info: RequestInfo): boolean;
+  /** The size of an answer (its Content-Length), for GET and LIST. */
+  observeSize?(verb: string, info: RequestInfo, bytes: number): void;
 }
 
 const READ_ONLY_VERBS = new Set(['get', 'list', 'watch']);
@@ -76,6 +78,10 @@ export function withRequestMetrics(next: Handler, deps: { sink: RequestMetricsSi
       if (long) sink.longRunning(verb, info, -1);
       else sink.inflight(kind, -1);
       sink.observe(verb, dryRunLabel(req), info, res.statusCode, (performance.now() - started) / 1000);
+      if (verb === 'GET' || verb === 'LIST') {
+        const length = res.getHeader('content-length');
+        if (length !== undefined) sink.observeSize?.(verb, info, Number(length));
+      }
     }
   };
 }

@@ -19,7 +19,7 @@ import type { ServerOptions } from './options.js';
 import { createApiServer, type ApiServer, type ServerConfig } from './server.js';
 import { agentTransportFrom, kindSettingsFrom } from './kindsettings.js';
 import { createLogger, type LogFormat, type Logger } from '../util/log.js';
-import { registerStorageMetrics } from './metrics.js';
+import { instrumentStorage, registerStorageMetrics } from './metrics.js';
 import { servedKinds } from './runtimeconfig.js';
 import { startIdentityLease } from './identity.js';
 import { auditConfigFrom } from './audit.js';
@@ -140,7 +140,7 @@ export async function createControlPlane(
     }
   });
   const registry: Registry = new Registry({
-    storage,
+    storage: instrumentStorage(storage, server.metrics, BUILTIN_KINDS),
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
     admission: chainAdmission(admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'))),

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type { Counter as CounterT, Gauge as GaugeT, Histogram as HistogramT, Metric, Registry as RegistryT } from 'prom-client';
 import { EMBEDDED_DB_FILE, parseServersOverride, type Storage, type StorageConfig } from '../storage/factory.js';
+import type { KV } from '../storage/interface.js';
 import type { RequestKind, RequestMetricsSink } from '../filters/metrics.js';
 import type { RequestInfo } from '../filters/requestinfo.js';
 
@@ -58,6 +59,13 @@ export const REQUEST_DURATION_BUCKETS: readonly number[] = [
   0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60,
 ];
 
+/** apiserver_response_sizes: ExponentialBuckets(1000, 10, 8). */
+export const RESPONSE_SIZE_BUCKETS: readonly number[] = [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+/** etcd_request_duration_seconds buckets of Kubernetes 1.23. */
+export const STORAGE_DURATION_BUCKETS: readonly number[] = [
+  0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60,
+];
+
 const COMPONENT = 'apiserver';
 
 /** CleanScope of Kubernetes 1.23: resource (a name, or a create), namespace, cluster, or '' for non-resource paths. */
@@ -74,11 +82,34 @@ interface RequestSeries {
   count: number;
 }
 
-interface DurationSeries {
-  labels: Labels;
-  buckets: Float64Array;
-  sum: number;
-  count: number;
+/** One series of a histogram: observe() finds the bucket and adds. */
+export class HistogramSeries {
+  readonly buckets: Float64Array;
+  sum = 0;
+  count = 0;
+  constructor(
+    readonly labels: Labels,
+    private readonly bounds: readonly number[],
+  ) {
+    this.buckets = new Float64Array(bounds.length);
+  }
+
+  observe(value: number): void {
+    this.sum += value;
+    this.count++;
+    const bounds = this.bounds;
+    for (let i = 0; i < bounds.length; i++) {
+      if (value <= bounds[i]!) {
+        this.buckets[i]!++;
+        return;
+      }
+    }
+  }
+}
+
+export interface FastHistogram {
+  /** The series of these labels; `key` identifies it (default: the labels as JSON). */
+  series(labels: Labels, key?: string): HistogramSeries;
 }
 
 interface GaugeSeries {
@@ -125,7 +156,10 @@ export class ServerMetrics implements RequestMetricsSink {
   private disabledCount = 0;
 
   private readonly requests = new Map<string, RequestSeries>();
-  private readonly durations = new Map<string, DurationSeries>();
+  private readonly durations = new Map<string, HistogramSeries | null>();
+  private duration: FastHistogram | undefined;
+  private responseSizes: FastHistogram | undefined;
+  private readonly sizes = new Map<string, HistogramSeries | null>();
   private readonly longRunningSeries = new Map<string, GaugeSeries>();
   private readonly watchers = new Map<string, GaugeSeries>();
   private readonly inflightNow: Record<RequestKind, number> = { readOnly: 0, mutating: 0 };
@@ -330,18 +364,25 @@ export class ServerMetrics implements RequestMetricsSink {
     r.count++;
     if (verb === 'WATCH' || verb === 'CONNECT') return; // Kubernetes leaves long-running requests out of the latency histogram.
     let d = this.durations.get(base);
-    if (!d) {
-      d = { labels: sortedLabels(this.baseLabels(verb, dryRun, info, resource, subresource, scope)), buckets: new Float64Array(REQUEST_DURATION_BUCKETS.length), sum: 0, count: 0 };
+    if (d === undefined) {
+      d = this.duration?.series(this.baseLabels(verb, dryRun, info, resource, subresource, scope), base) ?? null;
       this.durations.set(base, d);
     }
-    d.sum += seconds;
-    d.count++;
-    for (let i = 0; i < REQUEST_DURATION_BUCKETS.length; i++) {
-      if (seconds <= REQUEST_DURATION_BUCKETS[i]!) {
-        d.buckets[i]!++;
-        break;
-      }
+    d?.observe(seconds);
+  }
+
+  /** apiserver_response_sizes: the size of GET and LIST answers (Content-Length), as Kubernetes records it. */
+  observeSize(verb: string, info: RequestInfo, bytes: number): void {
+    if ((verb !== 'GET' && verb !== 'LIST') || !this.responseSizes) return;
+    const scope = cleanScope(info);
+    const key = `${verb}\0${info.apiGroup}\0${info.apiVersion}\0${info.resource}\0${info.subresource}\0${scope}`;
+    let s = this.sizes.get(key);
+    if (s === undefined) {
+      const labels = { verb, group: info.apiGroup, version: info.apiVersion, resource: info.resource, subresource: info.subresource, scope, component: COMPONENT };
+      s = this.responseSizes.series(labels, key);
+      this.sizes.set(key, s);
     }
+    s?.observe(bytes);
   }
 
   private baseLabels(verb: string, dryRun: string, info: RequestInfo, resource: string, subresource: string, scope: string): Labels {
@@ -362,7 +403,18 @@ export class ServerMetrics implements RequestMetricsSink {
       },
       () => [...this.requests.values()].map((r) => ({ labels: r.labels, value: r.count })),
     );
-    this.durationHistogram();
+    this.duration = this.fastHistogram({
+      name: 'apiserver_request_duration_seconds',
+      help: 'Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.',
+      stability: 'STABLE',
+      buckets: REQUEST_DURATION_BUCKETS,
+    });
+    this.responseSizes = this.fastHistogram({
+      name: 'apiserver_response_sizes',
+      help: 'Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.',
+      stability: 'STABLE',
+      buckets: RESPONSE_SIZE_BUCKETS,
+    });
     this.collector(
       {
         name: 'apiserver_current_inflight_requests',
@@ -396,14 +448,16 @@ export class ServerMetrics implements RequestMetricsSink {
     this.collector({ name: 'hidden_metric_total', help: 'The count of hidden metrics.', type: 'counter' }, () => [{ labels: {}, value: this.hiddenCount }]);
   }
 
-  private durationHistogram(): void {
-    const name = 'apiserver_request_duration_seconds';
-    const help = this.admit({
-      name,
-      help: 'Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.',
-      stability: 'STABLE',
-    });
-    if (!help) return;
+  /**
+   * A histogram whose series are plain objects the caller keeps (no label lookup per observation);
+   * `series(labels)` creates or finds one. Returns undefined when the metric is disabled.
+   */
+  fastHistogram(opts: MetricOptions<string> & { buckets: readonly number[] }): FastHistogram | undefined {
+    const help = this.admit(opts);
+    if (!help) return undefined;
+    const name = opts.name;
+    const buckets = opts.buckets;
+    const all = new Map<string, HistogramSeries>();
     const c: Collector = {
       name,
       help,
@@ -411,12 +465,12 @@ export class ServerMetrics implements RequestMetricsSink {
       aggregator: 'sum',
       get: () => {
         const values: { value: number; labels: Labels; metricName: string }[] = [];
-        for (const d of this.durations.values()) {
+        for (const d of all.values()) {
           const labels = this.allowLabels(name, d.labels);
           let cumulative = 0;
-          for (let i = 0; i < REQUEST_DURATION_BUCKETS.length; i++) {
+          for (let i = 0; i < buckets.length; i++) {
             cumulative += d.buckets[i]!;
-            values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: String(REQUEST_DURATION_BUCKETS[i]) }, value: cumulative });
+            values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: String(buckets[i]) }, value: cumulative });
           }
           values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: d.count });
           values.push({ metricName: `${name}_sum`, labels, value: d.sum });
@@ -427,6 +481,16 @@ export class ServerMetrics implements RequestMetricsSink {
       reset: () => {},
     };
     this.registry.registerMetric(c as unknown as Metric);
+    return {
+      series(labels: Labels, key = JSON.stringify(labels)): HistogramSeries {
+        let d = all.get(key);
+        if (!d) {
+          d = new HistogramSeries(sortedLabels(labels), buckets);
+          all.set(key, d);
+        }
+        return d;
+      },
+    };
   }
 
   /** The process metrics of Go's process collector, and Node.js's heap, read at scrape time. */
@@ -540,4 +604,138 @@ export function registerStorageMetrics(metrics: ServerMetrics, storage: Storage,
   const endpointOf = (key: string) => endpoints.get(key) ?? key;
   metrics.gaugeFromMap({ name: 'etcd_db_total_size_in_bytes', help: sizeHelp }, 'endpoint', sizes, endpointOf);
   metrics.gaugeFromMap({ name: 'apiserver_storage_db_total_size_in_bytes', help: sizeHelp }, 'endpoint', sizes, endpointOf);
+}
+
+/** Kubernetes' type name of a kind in etcd_request_duration_seconds: '*core.Pod', '*coordination.Lease'. */
+function storageTypeName(group: string, kind: string): string {
+  return `*${group === '' ? 'core' : group.split('.')[0]}.${kind}`;
+}
+
+/** A KV whose reads and writes are timed into etcd_request_duration_seconds{operation,type}. */
+class TimedKV implements KV {
+  constructor(
+    private readonly kv: KV,
+    private readonly s: Record<'get' | 'list' | 'listWithCount' | 'create' | 'update' | 'delete', HistogramSeries>,
+  ) {}
+
+  get backend(): string {
+    return this.kv.backend;
+  }
+
+  async get(key: string, opts?: Parameters<KV['get']>[1]): ReturnType<KV['get']> {
+    const t = performance.now();
+    try {
+      return await this.kv.get(key, opts);
+    } finally {
+      this.s.get.observe((performance.now() - t) / 1000);
+    }
+  }
+
+  async list(prefix: string, opts?: Parameters<KV['list']>[1]): ReturnType<KV['list']> {
+    const t = performance.now();
+    try {
+      return await this.kv.list(prefix, opts);
+    } finally {
+      this.s.list.observe((performance.now() - t) / 1000);
+    }
+  }
+
+  async count(prefix: string): Promise<number> {
+    const t = performance.now();
+    try {
+      return await this.kv.count(prefix);
+    } finally {
+      this.s.listWithCount.observe((performance.now() - t) / 1000);
+    }
+  }
+
+  async create(key: string, value: Uint8Array, opts?: Parameters<KV['create']>[2]): ReturnType<KV['create']> {
+    const t = performance.now();
+    try {
+      return await this.kv.create(key, value, opts);
+    } finally {
+      this.s.create.observe((performance.now() - t) / 1000);
+    }
+  }
+
+  async update(key: string, value: Uint8Array, expected: number, opts?: Parameters<KV['update']>[3]): ReturnType<KV['update']> {
+    const t = performance.now();
+    try {
+      return await this.kv.update(key, value, expected, opts);
+    } finally {
+      this.s.update.observe((performance.now() - t) / 1000);
+    }
+  }
+
+  async delete(key: string, expected?: number): ReturnType<KV['delete']> {
+    const t = performance.now();
+    try {
+      return await this.kv.delete(key, expected);
+    } finally {
+      this.s.delete.observe((performance.now() - t) / 1000);
+    }
+  }
+
+  watch(key: string, opts?: Parameters<KV['watch']>[1]): ReturnType<KV['watch']> {
+    return this.kv.watch(key, opts);
+  }
+
+  compact(revision: number): Promise<void> {
+    return this.kv.compact(revision);
+  }
+
+  currentRevision(): Promise<number> {
+    return this.kv.currentRevision();
+  }
+
+  grantLease(ttlSeconds: number): Promise<number> {
+    return this.kv.grantLease(ttlSeconds);
+  }
+
+  stats(): ReturnType<KV['stats']> {
+    return this.kv.stats();
+  }
+
+  close(): Promise<void> {
+    return this.kv.close();
+  }
+}
+
+/**
+ * The storage as the registry should see it: every resource's KV timed into etcd_request_duration_seconds
+ * (Kubernetes 1.23's buckets; type the kind's internal type name, '*core.PersistentVolumeClaim', and its
+ * List type for lists). The storage itself (its compactor and polls) is not timed. When the metric is
+ * disabled, the storage is returned as it is.
+ */
+export function instrumentStorage(storage: Storage, metrics: ServerMetrics, kinds: readonly { group: string; resource: string; kind: string }[]): Storage {
+  const histogram = metrics.fastHistogram({
+    name: 'etcd_request_duration_seconds',
+    help: 'Etcd request latency in seconds for each operation and object type.',
+    buckets: STORAGE_DURATION_BUCKETS,
+  });
+  if (!histogram) return storage;
+  const timed = new Map<string, KV>();
+  const wrapped = Object.create(storage) as Storage;
+  Object.defineProperty(wrapped, 'kvFor', {
+    value: (group: string, resource: string): KV => {
+      const key = `${group}/${resource}`;
+      let kv = timed.get(key);
+      if (!kv) {
+        const kind = kinds.find((k) => k.group === group && k.resource === resource)?.kind ?? resource;
+        const type = storageTypeName(group, kind);
+        const series = (operation: string, t = type) => histogram.series({ operation, type: t });
+        kv = new TimedKV(storage.kvFor(group, resource), {
+          get: series('get'),
+          list: series('list', `${type}List`),
+          listWithCount: series('listWithCount', `${type}List`),
+          create: series('create'),
+          update: series('update'),
+          delete: series('delete'),
+        });
+        timed.set(key, kv);
+      }
+      return kv;
+    },
+  });
+  return wrapped;
 }

@@ -124,6 +124,13 @@ describe('observability and versioning options', () => {
       ['0.05', '0.1', '0.2', '0.4', '0.6', '0.8', '1', '1.25', '1.5', '2', '3', '4', '5', '6', '8', '10', '15', '20', '30', '45', '60', '+Inf'],
     );
     assert.equal(samples(text, 'apiserver_current_inflight_requests').size, 2);
+    // Response sizes of GETs and LISTs, and the storage's latency per operation and type.
+    const sizes = samples(text, 'apiserver_response_sizes_count');
+    assert.ok((sizes.get('{component="apiserver",group="",resource="namespaces",scope="resource",subresource="",verb="GET",version="v1"}') ?? 0) >= 1, text);
+    const etcd = samples(text, 'etcd_request_duration_seconds_count');
+    assert.ok((etcd.get('{operation="create",type="*core.Namespace"}') ?? 0) >= 1, [...etcd.keys()].join('\n'));
+    assert.ok((etcd.get('{operation="list",type="*core.NamespaceList"}') ?? 0) >= 1);
+    assert.ok((etcd.get('{operation="get",type="*core.Namespace"}') ?? 0) >= 1);
     // Health checks are instrumented with their path as subresource.
     await call(c, 'GET', '/readyz');
     assert.ok((samples(await metrics(c), 'apiserver_request_total').get('{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/readyz",verb="GET",version=""}') ?? 0) >= 1);
