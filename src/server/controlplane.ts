@@ -12,6 +12,7 @@ import { openStorage, type Storage, type StorageConfig } from '../storage/factor
 import { versionInfo } from '../util/version.js';
 import { startNamespaceController } from './controllers/namespace.js';
 import { startPvcProtectionController } from './controllers/pvc-protection.js';
+import { startNodeLifecycleController } from './controllers/node-lifecycle.js';
 import { startGarbageCollector } from './controllers/gc.js';
 import { storageObjectInUseProtection } from '../registry/admission/storage-object-in-use.js';
 import type { Controller } from './controllers/runner.js';
@@ -176,6 +177,7 @@ export async function createControlPlane(
       const log = server.logger;
       controllers = [startNamespaceController(registry, log), startPvcProtectionController(registry, log)];
       if (options.enableGarbageCollector) controllers.push(startGarbageCollector(registry, log));
+      controllers.push(startNodeLifecycleController(registry, { log }));
       if (options.featureGates.APIServerIdentity) {
         controllers.push(
           startIdentityLease(registry, {
