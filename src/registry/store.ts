@@ -472,7 +472,7 @@ export class ResourceStore {
 
   /** A watch of the kind in the scope's namespace (all namespaces when it is ''). */
   watch(scope: RequestScope, opts: WatchOptions, bookmarkIntervalMs?: number): ApiWatch {
-    return openWatch(this, this.deps.kv, scope, opts, bookmarkIntervalMs);
+    return openWatch(this, this.deps.kv, scope, opts, bookmarkIntervalMs, this.deps.featureGates.EfficientWatchResumption === true);
   }
 
   // ---- update -----------------------------------------------------------------------------------------

@@ -49,11 +49,12 @@ export function openWatch(
   scope: RequestScope,
   opts: WatchOptions,
   bookmarkIntervalMs = DEFAULT_BOOKMARK_INTERVAL_MS,
+  progressBookmarks = false,
 ): ApiWatch {
   const errs = validateWatchOptions(opts);
   if (errs.length > 0) throw apiErrors.invalid('meta.k8s.io', 'ListOptions', '', errs);
   store.checkFieldSelector(opts.fieldSelector);
-  return new KindWatch(store, kv, scope, opts, bookmarkIntervalMs);
+  return new KindWatch(store, kv, scope, opts, bookmarkIntervalMs, progressBookmarks);
 }
 
 class KindWatch implements ApiWatch, AsyncIterator<WatchEvent> {
@@ -77,6 +78,8 @@ class KindWatch implements ApiWatch, AsyncIterator<WatchEvent> {
     private readonly scope: RequestScope,
     private readonly opts: WatchOptions,
     private readonly bookmarkIntervalMs: number,
+    /** EfficientWatchResumption: bookmarks carry the storage's progress, not only the last event's revision. */
+    private readonly progressBookmarks: boolean,
   ) {}
 
   [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
@@ -155,6 +158,8 @@ class KindWatch implements ApiWatch, AsyncIterator<WatchEvent> {
       if (r === 'closed') return { value: undefined, done: true };
       if (r === 'bookmark') {
         this.nextBookmark = Date.now() + this.bookmarkIntervalMs;
+        const progress = this.progressBookmarks ? this.source?.progress?.() : undefined;
+        if (progress !== undefined && progress > this.lastRV) this.lastRV = progress;
         return { value: this.bookmark(this.lastRV), done: false };
       }
       this.pending = null;

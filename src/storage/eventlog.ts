@@ -186,6 +186,11 @@ export class LogWatch implements Watch, AsyncIterator<WatchEvent> {
     return { value: undefined, done: true };
   }
 
+  /** While waiting for changes everything scanned (up to lastRev) has been handed out. */
+  progress(): number | undefined {
+    return this.cancelWait !== null && !this.done ? this.lastRev : undefined;
+  }
+
   close(): void {
     this.done = true;
     this.batch = [];

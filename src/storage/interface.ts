@@ -19,6 +19,11 @@ export interface KeyValue {
   version: number;
   /** Lease the key is attached to, 0 for none. */
   lease: number;
+  /**
+   * Set on a value read through an encryption provider or key other than the one that writes now: rewriting
+   * it, even unchanged, re-encrypts it (see transformer/kv.ts).
+   */
+  stale?: boolean;
 }
 
 export interface ReadOptions {
@@ -88,6 +93,12 @@ export interface WatchOptions {
  */
 export interface Watch extends AsyncIterable<WatchEvent> {
   close(): void;
+  /**
+   * Progress notification, when the backend knows it at the moment of the call: a revision such that every
+   * matching event up to it has already been handed out by next() (while the watch waits for new events it
+   * is the store's revision as of its last look). undefined when not known; backends may lack it.
+   */
+  progress?(): number | undefined;
 }
 
 export interface StoreStats {

@@ -91,7 +91,7 @@ describe('observability and versioning options', () => {
       '--identity-lease-renew-interval-seconds=1',
       '--delete-collection-workers=4',
     ]);
-    plain = await startCluster(['--runtime-config=coordination.k8s.io/v1=false', '--feature-gates=APIResponseCompression=false,RemoveSelfLink=false']);
+    plain = await startCluster(['--runtime-config=coordination.k8s.io/v1=false', '--feature-gates=APIResponseCompression=false,RemoveSelfLink=false,EfficientWatchResumption=false']);
   });
   after(async () => {
     await c?.stop();
@@ -272,6 +272,29 @@ describe('observability and versioning options', () => {
     assert.equal(all.metadata.selfLink, '/api/v1/configmaps');
     // kubectl still reads such answers.
     assert.equal(await ok(plain, ['get', 'configmap', 'one', '-n', 'links', '-o', 'jsonpath={.metadata.selfLink}']), '/api/v1/namespaces/links/configmaps/one');
+  });
+
+  it('EfficientWatchResumption: bookmarks carry the storage progress, not only the kind\'s last event', async () => {
+    const bookmarkAfterOtherWrites = async (cluster: TestCluster, ns: string) => {
+      const configmaps = cluster.cp.registry.store('', 'v1', 'configmaps')!;
+      const namespaces = cluster.cp.registry.store('', 'v1', 'namespaces')!;
+      const user = { name: 'test', groups: ['system:masters'] };
+      const start = Number((await configmaps.list({ namespace: ns, user }, {})).metadata!.resourceVersion);
+      const watch = configmaps.watch({ namespace: ns, user }, { allowWatchBookmarks: true, resourceVersion: String(start) }, 300);
+      const it = watch[Symbol.asyncIterator]();
+      const first = it.next();
+      // Writes of another kind move the store's revision on; no configmap event happens.
+      const written = await namespaces.create({ namespace: '', user }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: `${ns}-other` } });
+      const ev = (await first).value as { type: string; object: { metadata: { resourceVersion: string } } };
+      watch.close();
+      return { type: ev.type, rv: Number(ev.object.metadata.resourceVersion), start, written: Number(written.metadata!.resourceVersion) };
+    };
+    const on = await bookmarkAfterOtherWrites(c, 'default');
+    assert.equal(on.type, 'BOOKMARK');
+    assert.ok(on.rv >= on.written && on.written > on.start, JSON.stringify(on));
+    const off = await bookmarkAfterOtherWrites(plain, 'default');
+    assert.equal(off.type, 'BOOKMARK');
+    assert.equal(off.rv, off.start);
   });
 
   it('--runtime-config turns a group version off in discovery and routing', { skip }, async () => {
