@@ -1,9 +1,12 @@
 /**
  * WithAuthorization, as Kubernetes': the authorizer decides on the request's user and request info, and the
  * decision and its reason become the audit annotations authorization.k8s.io/decision ("allow" or "forbid")
- * and authorization.k8s.io/reason. Only AlwaysAllow exists so far; other modes plug in as Authorizers.
+ * and authorization.k8s.io/reason. The modes of --authorization-mode are chained in src/filters/authz/.
+ * A denial is Kubernetes' 403: responsewriters.Forbidden's message wrapped by errors.NewForbidden.
  */
-import { getAuditRecorder, getUser, type Handler, type UserInfo } from '../endpoints/http.js';
+import { getAuditRecorder, getUser, type ApiRequest, type ApiResponse, type Handler, type UserInfo } from '../endpoints/http.js';
+import type { AccessAttributes } from '../registry/kinds/authorization/attributes.js';
+import { goQuote } from '../util/validation.js';
 import { getRequestInfo, type RequestInfo } from './requestinfo.js';
 
 export type Decision = 'allow' | 'deny' | 'noOpinion';
@@ -18,18 +21,51 @@ export const alwaysAllow: Authorizer = { authorize: () => ({ decision: 'allow', 
 export const DECISION_ANNOTATION = 'authorization.k8s.io/decision';
 export const REASON_ANNOTATION = 'authorization.k8s.io/reason';
 
-function forbiddenMessage(user: UserInfo | undefined, info: RequestInfo, reason: string): string {
-  const who = `User ${JSON.stringify(user?.name ?? '')}`;
+/**
+ * The Forbidden message: `<resource>[.<group>] ["<name>"] is forbidden: User "<u>" cannot <verb> resource
+ * "<resource>[/<subresource>]" in API group "<group>" (in the namespace "<ns>" | at the cluster scope)`, or
+ * `forbidden: User "<u>" cannot <verb> path "<path>"`, then `: <reason>` when the authorizers gave one.
+ */
+export function forbiddenMessage(user: UserInfo | undefined, info: AccessAttributes, reason: string): string {
+  const who = `User ${goQuote(user?.name ?? '')}`;
   let msg: string;
   if (!info.isResourceRequest) {
-    msg = `forbidden: ${who} cannot ${info.verb} path ${JSON.stringify(info.path)}`;
+    msg = `${who} cannot ${info.verb} path ${goQuote(info.path)}`;
   } else {
     const resource = info.subresource ? `${info.resource}/${info.subresource}` : info.resource;
-    const subject = info.name ? `${resource} ${JSON.stringify(info.name)}` : resource;
-    msg = `${subject} is forbidden: ${who} cannot ${info.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(info.apiGroup)}`;
-    msg += info.namespace ? ` in the namespace ${JSON.stringify(info.namespace)}` : ' at the cluster scope';
+    msg = `${who} cannot ${info.verb} resource ${goQuote(resource)} in API group ${goQuote(info.apiGroup)}`;
+    msg += info.namespace ? ` in the namespace ${goQuote(info.namespace)}` : ' at the cluster scope';
   }
-  return reason ? `${msg}: ${reason}` : msg;
+  if (reason) msg += `: ${reason}`;
+  const gr = info.isResourceRequest ? (info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource) : '';
+  if (gr === '') return `forbidden: ${msg}`;
+  return info.name ? `${gr} ${goQuote(info.name)} is forbidden: ${msg}` : `${gr} is forbidden: ${msg}`;
+}
+
+/** Answers 403 with the Forbidden Status for `info` (also used by the impersonation filter). */
+export function writeForbidden(req: ApiRequest, res: ApiResponse, user: UserInfo | undefined, info: AccessAttributes, reason: string): void {
+  const resourceRequest = info.isResourceRequest;
+  const status = {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: forbiddenMessage(user, info, reason),
+    reason: 'Forbidden',
+    details: {
+      ...(resourceRequest && info.name ? { name: info.name } : {}),
+      ...(resourceRequest && info.apiGroup ? { group: info.apiGroup } : {}),
+      ...(resourceRequest && info.resource ? { kind: info.resource } : {}),
+    },
+    code: 403,
+  };
+  getAuditRecorder(req)?.logResponseObject(status);
+  const body = JSON.stringify(status) + '\n';
+  res.statusCode = 403;
+  res.setHeader('Content-Type', 'application/json');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
 }
 
 export function withAuthorization(next: Handler, deps: { authorizer: Authorizer }): Handler {
@@ -45,22 +81,6 @@ export function withAuthorization(next: Handler, deps: { authorizer: Authorizer 
     }
     audit?.addAnnotation(DECISION_ANNOTATION, 'forbid');
     audit?.addAnnotation(REASON_ANNOTATION, reason);
-    const status = {
-      kind: 'Status',
-      apiVersion: 'v1',
-      metadata: {},
-      status: 'Failure',
-      message: forbiddenMessage(user, info, reason),
-      reason: 'Forbidden',
-      details: { ...(info.name ? { name: info.name } : {}), ...(info.apiGroup ? { group: info.apiGroup } : {}), ...(info.resource ? { kind: info.resource } : {}) },
-      code: 403,
-    };
-    audit?.logResponseObject(status);
-    const body = JSON.stringify(status) + '\n';
-    res.statusCode = 403;
-    res.setHeader('Content-Type', 'application/json');
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Content-Length', Buffer.byteLength(body));
-    res.end(body);
+    writeForbidden(req, res, user, info, reason);
   };
 }

@@ -22,6 +22,8 @@
  * keys in the JSON this module produces.
  */
 import { apiErrors } from './errors.js';
+import { AUTHORIZATION_PROTOBUF_KINDS, AUTHORIZATION_PROTOBUF_MESSAGES } from './kinds/authorization/protobuf.js';
+import { RBAC_PROTOBUF_KINDS, RBAC_PROTOBUF_MESSAGES } from './kinds/rbac/protobuf.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // Descriptors
@@ -552,7 +554,7 @@ const messageList: MessageDescriptor[] = [
 
 /** Every message descriptor, by name ('meta.v1.ObjectMeta', 'core.v1.Namespace', ...). */
 export const MESSAGES: Readonly<Record<string, MessageDescriptor>> = Object.freeze(
-  Object.fromEntries(messageList.map((m) => [m.name, m])),
+  Object.fromEntries([...messageList, ...RBAC_PROTOBUF_MESSAGES, ...AUTHORIZATION_PROTOBUF_MESSAGES].map((m) => [m.name, m])),
 );
 
 /** The top-level kinds a body may carry: kind → message and accepted apiVersions (null: any). */
@@ -575,6 +577,8 @@ export const PROTOBUF_KINDS: Readonly<Record<string, { message: string; apiVersi
     // DeleteOptions and Status are registered in every group version (metav1.AddToGroupVersion) and in meta.k8s.io/v1.
     DeleteOptions: { message: 'meta.v1.DeleteOptions', apiVersions: null },
     Status: { message: 'meta.v1.Status', apiVersions: null },
+    ...RBAC_PROTOBUF_KINDS,
+    ...AUTHORIZATION_PROTOBUF_KINDS,
   });
 
 function descriptor(name: string): MessageDescriptor {

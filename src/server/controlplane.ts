@@ -24,6 +24,11 @@ import { instrumentStorage, registerStorageMetrics } from './metrics.js';
 import { servedKinds } from './runtimeconfig.js';
 import { startIdentityLease } from './identity.js';
 import { auditConfigFrom } from './audit.js';
+import { buildAuthorizerChain, lateAuthorizer, validateAuthorizationConfig, type AuthorizerChain } from '../filters/authz/index.js';
+import { RuleResolver } from '../registry/kinds/rbac/resolver.js';
+import { rbacEscalationAdmission } from '../registry/kinds/rbac/escalation.js';
+import { reconcileBootstrapPolicy } from './bootstrap-policy.js';
+import { startClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 
 export interface ControlPlane {
   readonly server: ApiServer;
@@ -116,8 +121,12 @@ export async function createControlPlane(
   const logger = overrides.logger ?? loggerFrom(options);
   const storage = await openStorage({ ...storageConfigFrom(options), log: logger });
   let server: ApiServer;
+  // The authorizer chain reads the registry, made below; no request reaches it before start().
+  const authz = lateAuthorizer();
   try {
+    validateAuthorizationConfig(options.authorizationMode, options.authorizationPolicyFile, options.authorizationWebhookConfigFile);
     const cfg = serverConfigFrom(options, logger);
+    cfg.authorizer = authz;
     if (overrides.securePort !== undefined) cfg.securePort = overrides.securePort;
     server = await createApiServer(cfg);
   } catch (err) {
@@ -144,10 +153,22 @@ export async function createControlPlane(
     storage: instrumentStorage(storage, server.metrics, BUILTIN_KINDS),
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
-    admission: chainAdmission(admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'))),
-    settings: kindSettingsFrom(options),
+    admission: chainAdmission([
+      ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces')),
+      rbacEscalationAdmission({ resolver: () => resolver, authorizer: () => authz }),
+    ]),
+    settings: { ...kindSettingsFrom(options), authorizer: authz },
     deleteCollectionWorkers: options.deleteCollectionWorkers,
   });
+  const resolver = new RuleResolver(registry);
+  let authorizers: AuthorizerChain;
+  try {
+    authorizers = await buildAuthorizerChain({ modes: options.authorizationMode, policyFile: options.authorizationPolicyFile, registry, resolver });
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+  authz.set(authorizers.authorizer);
   const served = servedKinds(registry.kinds, options.runtimeConfig);
   const servedSet = new Set(served);
   server.metrics.resourceKind = (group, version, resource) => {
@@ -175,7 +196,14 @@ export async function createControlPlane(
     start: async () => {
       await bootstrapNamespaces(registry);
       const log = server.logger;
+      await reconcileBootstrapPolicy(registry);
       controllers = [startNamespaceController(registry, log), startPvcProtectionController(registry, log)];
+      controllers.push(startClusterRoleAggregation(registry, resolver.clusterRoles, log), {
+        stop: () => {
+          authorizers.stop();
+          resolver.stop();
+        },
+      });
       if (options.enableGarbageCollector) controllers.push(startGarbageCollector(registry, log));
       controllers.push(startNodeLifecycleController(registry, { log }));
       if (options.featureGates.APIServerIdentity) {

@@ -106,7 +106,7 @@ export const ADMISSION_PLUGINS: readonly string[] = [
 
 export const AUTHORIZATION_MODES: readonly string[] = ['AlwaysAllow', 'AlwaysDeny', 'ABAC', 'Webhook', 'RBAC', 'Node'];
 /** Authorization modes the server implements so far. */
-export const IMPLEMENTED_AUTHORIZATION_MODES: readonly string[] = ['AlwaysAllow'];
+export const IMPLEMENTED_AUTHORIZATION_MODES: readonly string[] = ['AlwaysAllow', 'AlwaysDeny', 'ABAC', 'RBAC', 'Node'];
 
 export const STORAGE_MEDIA_TYPES: readonly string[] = [
   'application/json',
@@ -551,10 +551,10 @@ export const SERVER_FLAGS = [
       'authorization-mode',
       'strings',
       'AlwaysAllow',
-      'Ordered authorizers: AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC, Node (only AlwaysAllow is implemented so far).',
+      'Ordered authorizers: AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC, Node (Webhook is not implemented yet).',
       { status: S, values: AUTHORIZATION_MODES, validate: noDuplicates },
     ),
-    flag('authorization-policy-file', 'string', undefined, 'Policy file, one JSON object per line, used with mode ABAC.'),
+    flag('authorization-policy-file', 'string', undefined, 'Policy file, one JSON object per line, used with mode ABAC.', { status: S }),
     flag(
       'authorization-webhook-config-file',
       'string',

@@ -30,6 +30,7 @@ import { isLongRunning, withRequestInfo, type LongRunningCheck } from '../filter
 import { RequestWaitGroup, withRetryAfter, withWaitGroup } from '../filters/shutdown.js';
 import { withRequestDeadline, withTimeoutForNonLongRunningRequests } from '../filters/timeout.js';
 import { alwaysAllow, withAuthorization, type Authorizer } from '../filters/authorization.js';
+import { withImpersonation } from '../filters/impersonation.js';
 import { withAudit, withAuditID, withFailedAuthenticationAudit, type AuditConfig, type AuditDeps } from '../filters/audit/index.js';
 import { buildAudit, type ServerAudit } from './audit.js';
 import { getAuditRecorder } from '../endpoints/http.js';
@@ -60,8 +61,10 @@ export interface ServerConfig {
   clientCaFile?: string;
   /** --anonymous-auth; forced off under AlwaysAllow. */
   anonymousAuth: boolean;
-  /** --authorization-mode; only 'AlwaysAllow' exists for now. */
+  /** --authorization-mode (validated here; anonymous access is off under AlwaysAllow). */
   authorizationModes: string[];
+  /** The chain of authorizationModes (src/filters/authz); default AlwaysAllow. */
+  authorizer?: Authorizer;
   /** --shutdown-delay-duration; default 0. */
   shutdownDelayMs?: number;
   /** --livez-grace-period: livez checks added by addHealthCheck pass for this long after start. Default 0. */
@@ -400,8 +403,8 @@ export interface HandlerChainDeps {
 /**
  * Every filter, in kube-apiserver's DefaultBuildHandlerChain order. Outermost first: audit ID → panic
  * recovery → request info → retry-after (shutdown) → HSTS → probabilistic GOAWAY → wait group → request
- * deadline → timeout → CORS → (failed-authentication audit) → authentication → (audit) → max-in-flight →
- * authorization → the API handler. `trace` receives each installed filter's name, innermost first (for the order test).
+ * deadline → timeout → CORS → (failed-authentication audit) → authentication → (audit) → impersonation →
+ * max-in-flight → authorization → the API handler. `trace` receives each installed filter's name, innermost first (for the order test).
  */
 export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps, trace?: (filter: string) => void): Handler {
   const longRunning = deps.longRunning ?? isLongRunning;
@@ -418,6 +421,7 @@ export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps, t
   const inflight = deps.maxInFlight ?? { nonMutatingLimit: 400, mutatingLimit: 200 };
   use('authorization', (n) => withAuthorization(n, { authorizer: deps.authorizer ?? alwaysAllow }));
   use('maxInFlightLimit', (n) => withMaxInFlightLimit(n, { ...inflight, longRunning }));
+  use('impersonation', (n) => withImpersonation(n, { authorizer: deps.authorizer ?? alwaysAllow }));
   const audit = deps.audit;
   if (audit) use('audit', (n) => withAudit(n, { ...audit, longRunning }));
   use('authentication', (n) => withAuthentication(n, { authenticator: deps.authenticator, anonymous: deps.anonymous }));
@@ -467,7 +471,7 @@ export interface ApiServer {
   stop(): Promise<void>;
 }
 
-const AUTHORIZATION_MODES = new Set(['AlwaysAllow']);
+const AUTHORIZATION_MODES = new Set(['AlwaysAllow', 'AlwaysDeny', 'ABAC', 'Webhook', 'RBAC', 'Node']);
 const KUBERNETES_SERVICE_NAMES = ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
 /** The stream limit kube-apiserver offers when --http2-max-streams-per-connection is 0 (secure_serving.go). */
 const HTTP2_DEFAULT_MAX_STREAMS = 250;
@@ -600,6 +604,7 @@ export async function createApiServer(config: ServerConfig): Promise<ApiServer> 
     corsAllowedOrigins: config.corsAllowedOrigins ?? [],
     hstsDirectives: config.hstsDirectives ?? [],
     goawayChance: config.goawayChance ?? 0,
+    ...(config.authorizer ? { authorizer: config.authorizer } : {}),
   };
   const audit = config.audit ? await buildAudit(config.audit, logger) : undefined;
   return assembleServer(config, { logger, bindAddress, caCert: serving.caCert, tls, chain, ...(audit ? { audit } : {}) });

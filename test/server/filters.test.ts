@@ -162,6 +162,7 @@ void describe('handler chain filters', () => {
       'timeoutForNonLongRunningRequests',
       'cors',
       'authentication',
+      'impersonation',
       'maxInFlightLimit',
       'authorization',
     ]);

@@ -383,7 +383,7 @@ function validationOptions(ctx: StrategyContext, old?: KObject): ValidationOptio
 }
 
 /** metav1 validation.ValidateLabelSelector */
-function validateLabelSelector(sel: unknown, path: FieldPath): FieldError[] {
+export function validateLabelSelector(sel: unknown, path: FieldPath): FieldError[] {
   if (!isObject(sel)) return [];
   const errs = validateLabels(sel['matchLabels'], path.child('matchLabels'));
   const exprs: unknown[] = Array.isArray(sel['matchExpressions']) ? sel['matchExpressions'] : [];
