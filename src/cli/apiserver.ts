@@ -1,6 +1,7 @@
 import { parseServerOptions, serverHelp } from '../server/options.js';
 import { createControlPlane, loggerFrom } from '../server/controlplane.js';
 import type { Logger } from '../util/log.js';
+import { logFlags } from './flaglog.js';
 import { versionLine } from '../util/version.js';
 import { fail, stopOnSignals } from './run.js';
 
@@ -24,6 +25,7 @@ export async function main(argv: string[]): Promise<void> {
   let logger: Logger | undefined;
   try {
     logger = loggerFrom(options);
+    logFlags(logger, options);
     const cp = await createControlPlane(options, { logger });
     await cp.start();
     process.stderr.write(`${PROGRAM}: serving on ${cp.server.url}\n`);

@@ -4,19 +4,13 @@
  * audit-ID="..." srcIP="127.0.0.1:50000" resp=200`. Below verbosity 3 (and without a --vmodule rule
  * enabling it for this file) a request costs one level check.
  */
+import { formatDuration } from '../util/flags.js';
 import type { Logger, VerboseLogger } from '../util/log.js';
 import type { ApiRequest, ApiResponse, Handler } from './authn.js';
 import { reportedVerb } from './metrics.js';
 import { getRequestInfo } from './requestinfo.js';
 
 export const HTTP_LOG_LEVEL = 3;
-
-/** A duration as Go prints time.Duration (1.5s, 2.345ms, 120µs). */
-export function goDuration(ms: number): string {
-  if (ms >= 1000) return `${Number((ms / 1000).toFixed(9))}s`;
-  if (ms >= 1) return `${Number(ms.toFixed(6))}ms`;
-  return `${Number((ms * 1000).toFixed(3))}µs`;
-}
 
 function srcIP(req: ApiRequest): string {
   const s = req.socket;
@@ -45,7 +39,7 @@ async function logged(next: Handler, v: VerboseLogger, req: ApiRequest, res: Api
       'URI',
       req.url ?? '',
       'latency',
-      goDuration(performance.now() - started),
+      formatDuration(performance.now() - started),
       'userAgent',
       req.headers['user-agent'] ?? '',
       'audit-ID',

@@ -162,9 +162,14 @@ export class ServerMetrics implements RequestMetricsSink {
   private readonly sizes = new Map<string, HistogramSeries | null>();
   private readonly longRunningSeries = new Map<string, GaugeSeries>();
   private readonly watchers = new Map<string, GaugeSeries>();
+  /**
+   * In-flight watermarks as Kubernetes keeps them: the gauge shows the most requests in flight during the
+   * last complete one-second period. Periods roll lazily, when requests start or end and when scraped.
+   */
   private readonly inflightNow: Record<RequestKind, number> = { readOnly: 0, mutating: 0 };
-  /** The most in flight since the last scrape (Kubernetes reports the maximum of the last period). */
   private readonly inflightMax: Record<RequestKind, number> = { readOnly: 0, mutating: 0 };
+  private readonly inflightReported: Record<RequestKind, number> = { readOnly: 0, mutating: 0 };
+  private inflightPeriodStart = performance.now();
 
   constructor(cfg: MetricsConfig) {
     this.disabled = new Set(cfg.disabledMetrics ?? []);
@@ -324,8 +329,21 @@ export class ServerMetrics implements RequestMetricsSink {
   }
 
   inflight(kind: RequestKind, delta: 1 | -1): void {
+    this.rollInflight(performance.now());
     const n = (this.inflightNow[kind] += delta);
     if (n > this.inflightMax[kind]) this.inflightMax[kind] = n;
+  }
+
+  /** Ends the watermark period(s) that passed by `now`: the last one's maximum becomes the reported value. */
+  private rollInflight(now: number): void {
+    const elapsed = now - this.inflightPeriodStart;
+    if (elapsed < 1000) return;
+    for (const kind of ['mutating', 'readOnly'] as const) {
+      // After a whole period without changes its maximum is simply the current count.
+      this.inflightReported[kind] = elapsed < 2000 ? this.inflightMax[kind] : this.inflightNow[kind];
+      this.inflightMax[kind] = this.inflightNow[kind];
+    }
+    this.inflightPeriodStart = now - (elapsed % 1000);
   }
 
   longRunning(verb: string, info: RequestInfo, delta: 1 | -1): void {
@@ -392,8 +410,7 @@ export class ServerMetrics implements RequestMetricsSink {
   // ---- the built-in metrics -----------------------------------------------------------------------
 
   private registerBuiltins(): void {
-    const inflightNow = this.inflightNow;
-    const inflightMax = this.inflightMax;
+    const inflightReported = this.inflightReported;
     this.collector(
       {
         name: 'apiserver_request_total',
@@ -422,11 +439,9 @@ export class ServerMetrics implements RequestMetricsSink {
         stability: 'STABLE',
         type: 'gauge',
       },
-      function* () {
-        for (const kind of ['mutating', 'readOnly'] as const) {
-          yield { labels: { request_kind: kind }, value: inflightMax[kind] };
-          inflightMax[kind] = inflightNow[kind];
-        }
+      () => {
+        this.rollInflight(performance.now());
+        return (['mutating', 'readOnly'] as const).map((kind) => ({ labels: { request_kind: kind }, value: inflightReported[kind] }));
       },
     );
     const longRunningHelp = 'Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.';

@@ -60,7 +60,7 @@ async function start(args: string[]): Promise<Running> {
 
 function call(s: Running, method: string, path: string, body?: string): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(`${s.url}${path}`, { method, ca: s.ca, headers: { authorization: `Bearer ${TOKEN}`, 'user-agent': 'logging-test/1.0' } }, (res) => {
+    const req = httpsRequest(`${s.url}${path}`, { method, ca: s.ca, agent: false, headers: { authorization: `Bearer ${TOKEN}`, 'user-agent': 'logging-test/1.0' } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (d: Buffer) => chunks.push(d));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
@@ -145,6 +145,16 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
       .filter((l) => l.includes('"msg":"HTTP"'))
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .find((e) => e.URI === '/api/v1/namespaces/kube-public')!;
+    // -v 1 and above: every flag at startup, as kube-apiserver's PrintFlags.
+    const flags = j
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('"FLAG: --'))
+      .map((l) => JSON.parse(l) as { msg: string; v: number });
+    assert.ok(flags.some((f) => f.msg === 'FLAG: --v="3"' && f.v === 1));
+    assert.ok(flags.some((f) => f.msg === 'FLAG: --logging-format="json"'));
+    assert.ok(flags.some((f) => f.msg === 'FLAG: --request-timeout="1m0s"'));
+    assert.ok(!/FLAG: --/.test(s.stderr()));
     assert.equal(http.v, 3);
     assert.equal(http.verb, 'GET');
     assert.equal(http.resp, 200);
@@ -225,6 +235,7 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
         const req = httpsRequest(`${s.url}/api/v1/namespaces/default/configmaps`, {
           method: 'POST',
           ca: s.ca,
+          agent: false,
           headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
         }, (res) => {
           res.resume();
@@ -241,8 +252,9 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
     // The watch's initial events (~120 KB) at 40 KB/s, after a burst of one second's worth: about 2 s at least.
     const started = Date.now();
     const allAt = await new Promise<number>((resolve, reject) => {
-      const req = httpsRequest(`${s.url}/api/v1/namespaces/default/configmaps?watch=true`, { ca: s.ca, headers: { authorization: `Bearer ${TOKEN}` } }, (res) => {
+      const req = httpsRequest(`${s.url}/api/v1/namespaces/default/configmaps?watch=true`, { ca: s.ca, agent: false, headers: { authorization: `Bearer ${TOKEN}` } }, (res) => {
         let lines = 0;
+        res.on('error', () => {});
         res.on('data', (d: Buffer) => {
           for (const b of d) if (b === 10) lines++;
           if (lines >= 4) {

@@ -31,6 +31,7 @@ function call(c: TestCluster, method: string, path: string, opts: { headers?: Re
       {
         method,
         ca: c.cp.server.caCert,
+        agent: false,
         headers: { authorization: `Bearer ${c.token}`, ...(opts.body ? { 'content-type': 'application/json' } : {}), ...opts.headers },
         ...(opts.signal ? { signal: opts.signal } : {}),
       },
