@@ -20,8 +20,9 @@ function srcIP(req: ApiRequest): string {
 
 export function withHTTPLogging(next: Handler, deps: { logger: Logger }): Handler {
   // Not async itself: below the level a request costs one check and no promise.
+  const site = deps.logger.site();
   return (req, res) => {
-    const v = deps.logger.v(HTTP_LOG_LEVEL);
+    const v = site.v(HTTP_LOG_LEVEL);
     return v.enabled ? logged(next, v, req, res) : next(req, res);
   };
 }

@@ -46,6 +46,11 @@ export interface Logger {
   error(message: string, ...keysAndValues: unknown[]): void;
   /** klog.V(level): a logger whose info() writes only when `level` is enabled for the caller. */
   v(level: number): VerboseLogger;
+  /**
+   * The caller's file, resolved once against --vmodule: `site.v(level)` then costs no stack capture. For code
+   * that checks a level on every request (klog caches this per call site).
+   */
+  site(): { v(level: number): VerboseLogger };
   /** The -v level; settable at runtime (/debug/flags/v). */
   verbosity: number;
   readonly format: LogFormat;
@@ -231,18 +236,21 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     }
     return v;
   };
+  /** The --vmodule level of a call site, or -1 when no rule names its file. */
+  const fileLevel = (site: { path: string; file: string }): number => {
+    const name = site.file.replace(/\.(go|ts|js)$/, '');
+    const full = site.path.replace(/\.(go|ts|js)$/, '');
+    for (const r of rules) if (r.fullPath ? r.pattern.test(full) : r.pattern.test(name)) return r.level;
+    return -1;
+  };
   const v = (level: number): VerboseLogger => {
     if (level <= verbosity) return verboseAt(level);
     if (rules.length === 0) return disabled;
-    const site = callSite(v);
-    const name = site.file.replace(/\.(go|ts|js)$/, '');
-    const full = site.path.replace(/\.(go|ts|js)$/, '');
-    for (const r of rules) {
-      if (r.fullPath ? r.pattern.test(full) : r.pattern.test(name)) {
-        return level <= r.level ? verboseAt(level) : disabled;
-      }
-    }
-    return disabled;
+    return level <= fileLevel(callSite(v)) ? verboseAt(level) : disabled;
+  };
+  const site = () => {
+    const fixed = rules.length === 0 ? -1 : fileLevel(callSite(site));
+    return { v: (level: number): VerboseLogger => (level <= verbosity || level <= fixed ? verboseAt(level) : disabled) };
   };
   const warning = (message: string, ...kv: unknown[]) => emit('W', 0, message, kv, callSite(warning));
   const error = (message: string, ...kv: unknown[]) => emit('E', 0, message, kv, callSite(error));
@@ -251,6 +259,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     warning: { value: warning },
     error: { value: error },
     v: { value: v },
+    site: { value: site },
     format: { value: format },
     flush: { value: () => out.flush() },
     stop: { value: () => out.stop() },
