@@ -4,6 +4,7 @@
  */
 import { benchApi } from './api.js';
 import { benchAudit } from './audit.js';
+import { benchAuthz } from './authz.js';
 import { benchStartup } from './startup.js';
 import { benchStorage } from './storage.js';
 
@@ -12,6 +13,7 @@ const benches: Record<string, (scale: number) => Promise<unknown>> = {
   api: benchApi,
   startup: benchStartup,
   audit: benchAudit,
+  authz: benchAuthz,
 };
 
 const scale = Number(process.env.BENCH_SCALE ?? '1');
