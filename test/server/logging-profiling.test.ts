@@ -39,7 +39,7 @@ async function start(args: string[]): Promise<Running> {
   let err = '';
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (d: string) => (err += d));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   for (let i = 0; !/serving on https:/.test(err); i++) {
     if (child.exitCode !== null || i > 200) throw new Error(`orch-apiserver did not start: ${err}`);
     await sleep(50);
@@ -159,6 +159,15 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
     assert.equal(http.verb, 'GET');
     assert.equal(http.resp, 200);
     assert.equal(http.userAgent, 'logging-test/1.0');
+  });
+
+  it('--log-flush-frequency: lines are buffered up to the frequency and flushed when the server stops', async () => {
+    const s = await start(['--log-flush-frequency=1h']);
+    await call(s, 'GET', '/readyz');
+    await sleep(500);
+    assert.doesNotMatch(s.stderr(), /Serving securely/);
+    await s.stop();
+    assert.match(s.stderr(), /\] Serving securely on 127\.0\.0\.1:\d+\n/);
   });
 
   it('logging options are validated at startup', async () => {
