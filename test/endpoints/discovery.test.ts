@@ -244,11 +244,19 @@ describe('aggregated discovery documents', () => {
     assert.deepEqual(doc.items[0]!.versions[1]!.resources[0]!.verbs, ['get', 'list']);
   });
 
-  it('/apis lists the named groups of the built-in kinds (coordination.k8s.io for Lease, events.k8s.io for Event)', () => {
+  it('/apis lists the named groups of the built-in kinds (coordination.k8s.io for Lease, events.k8s.io for Event, RBAC and access reviews)', () => {
     const items = aggregatedDiscovery(BUILTIN_KINDS, 'apis').items;
-    assert.deepEqual(items.map((g) => g.metadata.name), ['coordination.k8s.io', 'events.k8s.io']);
-    assert.deepEqual(items[0]!.versions.map((v) => v.version), ['v1']);
-    assert.deepEqual(items[0]!.versions[0]!.resources.map((r) => r.resource), ['leases']);
+    assert.deepEqual(items.map((g) => g.metadata.name), ['authorization.k8s.io', 'coordination.k8s.io', 'events.k8s.io', 'rbac.authorization.k8s.io']);
+    const coordination = items.find((g) => g.metadata.name === 'coordination.k8s.io')!;
+    assert.deepEqual(coordination.versions.map((v) => v.version), ['v1']);
+    assert.deepEqual(coordination.versions[0]!.resources.map((r) => r.resource), ['leases']);
+    const reviews = items.find((g) => g.metadata.name === 'authorization.k8s.io')!.versions[0]!.resources;
+    assert.deepEqual(reviews.map((r) => [r.resource, r.verbs]), [
+      ['localsubjectaccessreviews', ['create']],
+      ['selfsubjectaccessreviews', ['create']],
+      ['selfsubjectrulesreviews', ['create']],
+      ['subjectaccessreviews', ['create']],
+    ]);
   });
 });
 

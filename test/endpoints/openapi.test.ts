@@ -204,7 +204,19 @@ describe('OpenAPI v3', () => {
 
   it('indexes one document per group version, with the hash in serverRelativeURL', () => {
     const index = JSON.parse(docs.v3Index) as { paths: Record<string, { serverRelativeURL: string }> };
-    assert.deepEqual(Object.keys(index.paths), ['api', 'api/v1', 'apis', 'apis/coordination.k8s.io', 'apis/coordination.k8s.io/v1', 'apis/events.k8s.io', 'apis/events.k8s.io/v1']);
+    assert.deepEqual(Object.keys(index.paths), [
+      'api',
+      'api/v1',
+      'apis',
+      'apis/authorization.k8s.io',
+      'apis/authorization.k8s.io/v1',
+      'apis/coordination.k8s.io',
+      'apis/coordination.k8s.io/v1',
+      'apis/events.k8s.io',
+      'apis/events.k8s.io/v1',
+      'apis/rbac.authorization.k8s.io',
+      'apis/rbac.authorization.k8s.io/v1',
+    ]);
     assert.match(index.paths['api/v1']!.serverRelativeURL, /^\/openapi\/v3\/api\/v1\?hash=[0-9A-F]{128}$/);
     assert.equal(v3GroupVersionKey('/apis/example.com/v1/namespaces/{namespace}/widgets'), 'apis/example.com/v1');
     assert.equal(v3GroupVersionKey('/apis/example.com/'), 'apis/example.com');
