@@ -248,7 +248,7 @@ function validateVolumeSource(v: Json, path: FieldPath): FieldError[] {
           const t = proj['serviceAccountToken'];
           const tp = pp.child('serviceAccountToken');
           if (n(t['expirationSeconds']) < 600) errs.push(invalid(tp.child('expirationSeconds'), n(t['expirationSeconds']), 'may not specify a duration less than 10 minutes'));
-          else if (n(t['expirationSeconds']) > 1 << 32) errs.push(invalid(tp.child('expirationSeconds'), n(t['expirationSeconds']), 'may not specify a duration larger than 2^32 seconds'));
+          else if (n(t['expirationSeconds']) > 2 ** 32) errs.push(invalid(tp.child('expirationSeconds'), n(t['expirationSeconds']), 'may not specify a duration larger than 2^32 seconds'));
           if (s(t['path']) === '') errs.push(required(tp.child('path'), ''));
         }
       });
