@@ -2,7 +2,8 @@
  * --authorization-mode=Node, as Kubernetes' NodeAuthorizer: a user system:node:<name> in group system:nodes
  * may read the secrets, configmaps, persistent volume claims and service-account tokens of pods bound to
  * its node (a graph kept from a watch of the pods), its own Lease in kube-node-lease, and what the static
- * node rules allow; anything else gets no opinion, with Kubernetes' reasons.
+ * node rules allow; anything else gets no opinion, with Kubernetes' reasons. As in kube-apiserver, it is no
+ * rule resolver: SelfSubjectRulesReview does not ask it.
  */
 import type { KObject } from '../../registry/kind.js';
 import type { Registry } from '../../registry/registry.js';
@@ -129,7 +130,7 @@ export function nodeAuthorizer(registry: Registry): NodeAuthorizer {
         }
         case 'persistentvolumeclaims':
           if (a.subresource === 'status') {
-            if (!['get', 'update', 'patch'].includes(a.verb)) return noOpinion('can only get/update/patch this type');
+            if (!['update', 'patch'].includes(a.verb)) return noOpinion('can only get/update/patch this type');
             return related(node, 'pvc', a);
           }
           if (a.verb !== 'get') return noOpinion('can only get individual resources of this type');
@@ -157,12 +158,6 @@ export function nodeAuthorizer(registry: Registry): NodeAuthorizer {
       if (node === '') return noOpinion(`unknown node for user ${JSON.stringify(user.name)}`);
       if (!pods || pods.isReady) return decide(node, attrs);
       return pods.ready().then(() => decide(node, attrs));
-    },
-    rulesFor(user) {
-      if (nodeIdentity(user) !== undefined) {
-        return { resourceRules: [], nonResourceRules: [], incomplete: true, error: 'node authorizer does not support user rule resolution' };
-      }
-      return { resourceRules: [], nonResourceRules: [], incomplete: false };
     },
     stop: () => pods?.stop(),
   };
