@@ -10,6 +10,7 @@ import { apiErrors, StatusError } from '../registry/errors.js';
 import { apiVersionOf, type ActionSubresource, type ConnectorSubresource, type KObject, type KindDecl, type SubresourceContext } from '../registry/kind.js';
 import { cannotBeHandledMessage, checkFields, parseBody } from '../registry/decode.js';
 import { REF_PREFIX, type Definitions } from '../registry/schema.js';
+import { canEncodeProtobuf, decodeKubernetesProtobuf } from '../registry/protobuf.js';
 import { bodyFormat, readBody } from './body.js';
 import type { ApiRequest, ApiResponse } from './http.js';
 
@@ -26,8 +27,8 @@ export interface AgentTransport {
 export async function decodeActionBody(req: ApiRequest, action: ActionSubresource, defs: Definitions): Promise<KObject> {
   const format = bodyFormat(req);
   const first = action.bodyKinds[0]!;
-  if (format === 'protobuf') throw apiErrors.unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`);
   const body = await readBody(req);
+  if (format === 'protobuf') return decodeActionProtobuf(body, action);
   const parsed = parseBody(body, format, first.kind);
   if (parsed.value === null || typeof parsed.value !== 'object' || Array.isArray(parsed.value)) {
     throw apiErrors.badRequest(`the body of the request must be a ${first.kind} object`);
@@ -44,6 +45,19 @@ export async function decodeActionBody(req: ApiRequest, action: ActionSubresourc
   const checked = checkFields(raw, { $ref: REF_PREFIX + bk.definition }, defs, parsed);
   if (checked.decodeError !== undefined) throw apiErrors.badRequest(cannotBeHandledMessage(bk.kind, bk.version, bk.kind, checked.decodeError));
   return { ...(checked.pruned as KObject), apiVersion, kind };
+}
+
+/** A protobuf body: one of the action's body kinds that has a protobuf descriptor. */
+function decodeActionProtobuf(body: Buffer, action: ActionSubresource): KObject {
+  const first = action.bodyKinds[0]!;
+  if (!action.bodyKinds.some((b) => canEncodeProtobuf(apiVersionOf(b), b.kind))) {
+    throw apiErrors.unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`);
+  }
+  const obj = decodeKubernetesProtobuf(body, action.bodyKinds.length === 1 ? { apiVersion: apiVersionOf(first), kind: first.kind } : undefined) as KObject;
+  if (!action.bodyKinds.some((b) => apiVersionOf(b) === obj.apiVersion && b.kind === obj.kind)) {
+    throw apiErrors.badRequest(`the object provided is unrecognized (must be of type ${first.kind}): ${String(obj.kind)}`);
+  }
+  return obj;
 }
 
 /** Kubernetes' generic response checker: an agent's error answer as a Status. */

@@ -10,6 +10,8 @@
  */
 import type { FieldError, NameValidator } from '../util/validation.js';
 import type { AccessAuthorizer } from './kinds/authorization/attributes.js';
+import type { ServiceAccountTokenSettings } from './kinds/authentication/tokens.js';
+import type { TokenReviewer } from './kinds/authentication/tokenreview.js';
 import type { Definitions } from './schema.js';
 import type { RequestScope, ResourceStore } from './store.js';
 
@@ -62,6 +64,10 @@ export interface KindSettings {
   agentAddressTypes?: readonly string[];
   /** The server's authorizer chain (--authorization-mode), for the access reviews. */
   authorizer?: AccessAuthorizer;
+  /** The server's token authenticators, for TokenReview. */
+  tokenReviewer?: TokenReviewer;
+  /** Issuing service-account tokens (serviceaccounts/token); absent without a signing key and issuer. */
+  serviceAccountTokens?: ServiceAccountTokenSettings;
 }
 
 export interface Strategy {

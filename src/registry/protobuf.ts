@@ -24,6 +24,7 @@
 import { apiErrors } from './errors.js';
 import { AUTHORIZATION_PROTOBUF_KINDS, AUTHORIZATION_PROTOBUF_MESSAGES } from './kinds/authorization/protobuf.js';
 import { RBAC_PROTOBUF_KINDS, RBAC_PROTOBUF_MESSAGES } from './kinds/rbac/protobuf.js';
+import { AUTHENTICATION_PROTOBUF_KINDS, AUTHENTICATION_PROTOBUF_MESSAGES } from './kinds/authentication/protobuf.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // Descriptors
@@ -554,7 +555,7 @@ const messageList: MessageDescriptor[] = [
 
 /** Every message descriptor, by name ('meta.v1.ObjectMeta', 'core.v1.Namespace', ...). */
 export const MESSAGES: Readonly<Record<string, MessageDescriptor>> = Object.freeze(
-  Object.fromEntries([...messageList, ...RBAC_PROTOBUF_MESSAGES, ...AUTHORIZATION_PROTOBUF_MESSAGES].map((m) => [m.name, m])),
+  Object.fromEntries([...messageList, ...RBAC_PROTOBUF_MESSAGES, ...AUTHORIZATION_PROTOBUF_MESSAGES, ...AUTHENTICATION_PROTOBUF_MESSAGES].map((m) => [m.name, m])),
 );
 
 /** The top-level kinds a body may carry: kind → message and accepted apiVersions (null: any). */
@@ -579,6 +580,7 @@ export const PROTOBUF_KINDS: Readonly<Record<string, { message: string; apiVersi
     Status: { message: 'meta.v1.Status', apiVersions: null },
     ...RBAC_PROTOBUF_KINDS,
     ...AUTHORIZATION_PROTOBUF_KINDS,
+    ...AUTHENTICATION_PROTOBUF_KINDS,
   });
 
 function descriptor(name: string): MessageDescriptor {

@@ -29,6 +29,8 @@ import { RuleResolver } from '../registry/kinds/rbac/resolver.js';
 import { rbacEscalationAdmission } from '../registry/kinds/rbac/escalation.js';
 import { reconcileBootstrapPolicy } from './bootstrap-policy.js';
 import { startClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
+import { apiAudiencesFrom, lateTokenAuthenticator, setupServiceAccounts, type ServiceAccountSetup } from './serviceaccounts.js';
+import { serviceAccountAdmission } from '../registry/admission/serviceaccount.js';
 
 export interface ControlPlane {
   readonly server: ApiServer;
@@ -123,12 +125,18 @@ export async function createControlPlane(
   let server: ApiServer;
   // The authorizer chain reads the registry, made below; no request reaches it before start().
   const authz = lateAuthorizer();
+  // Service-account tokens are checked against the registry, made below, with keys read once the server is.
+  const serviceAccountTokens = lateTokenAuthenticator();
+  let serviceAccounts: ServiceAccountSetup;
   try {
     validateAuthorizationConfig(options.authorizationMode, options.authorizationPolicyFile, options.authorizationWebhookConfigFile);
     const cfg = serverConfigFrom(options, logger);
     cfg.authorizer = authz;
     if (overrides.securePort !== undefined) cfg.securePort = overrides.securePort;
+    cfg.tokenAuthenticators = [serviceAccountTokens];
+    cfg.apiAudiences = apiAudiencesFrom(options);
     server = await createApiServer(cfg);
+    serviceAccounts = await setupServiceAccounts(options, server, serviceAccountTokens, () => registry);
   } catch (err) {
     await storage.close();
     throw err;
@@ -154,10 +162,10 @@ export async function createControlPlane(
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
     admission: chainAdmission([
-      ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces')),
+      ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry),
       rbacEscalationAdmission({ resolver: () => resolver, authorizer: () => authz }),
     ]),
-    settings: { ...kindSettingsFrom(options), authorizer: authz },
+    settings: { ...kindSettingsFrom(options), authorizer: authz, ...serviceAccounts.settings },
     deleteCollectionWorkers: options.deleteCollectionWorkers,
   });
   const resolver = new RuleResolver(registry);
@@ -197,7 +205,7 @@ export async function createControlPlane(
       await bootstrapNamespaces(registry);
       const log = server.logger;
       await reconcileBootstrapPolicy(registry);
-      controllers = [startNamespaceController(registry, log), startPvcProtectionController(registry, log)];
+      controllers = [startNamespaceController(registry, log), startPvcProtectionController(registry, log), ...serviceAccounts.startControllers(registry, log)];
       controllers.push(startClusterRoleAggregation(registry, resolver.clusterRoles, log), {
         stop: () => {
           authorizers.stop();
@@ -243,10 +251,11 @@ async function bootstrapNamespaces(registry: Registry): Promise<void> {
 }
 
 /** The admission plugins in effect (--enable/--disable-admission-plugins) that are built so far, in order. */
-function admissionPlugins(options: ServerOptions, namespaces: () => ReturnType<Registry['store']>): Admission[] {
+function admissionPlugins(options: ServerOptions, namespaces: () => ReturnType<Registry['store']>, registry: () => Registry): Admission[] {
   const on = new Set(options.admissionPlugins);
   const plugins: Admission[] = [];
   if (on.has('NamespaceLifecycle')) plugins.push(namespaceLifecycle(namespaces));
+  if (on.has('ServiceAccount')) plugins.push(serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces }));
   if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
   return plugins;
 }

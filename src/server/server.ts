@@ -14,7 +14,6 @@ import type { TLSSocket } from 'node:tls';
 import {
   clientCertAuthenticator,
   loadTokenFile,
-  tokenAuthenticator,
   unionAuthenticator,
   withAuthentication,
   type ApiRequest,
@@ -22,6 +21,8 @@ import {
   type Authenticator,
   type Handler,
 } from '../filters/authn.js';
+import { audienceAgnostic, bearerTokenAuthenticator, tokenReviewer, tokenTableAuthenticator, tokenUnion, type TokenAuthenticator } from '../filters/authn/token.js';
+import type { TokenReviewer } from '../registry/kinds/authentication/tokenreview.js';
 import { withCORS, compileCorsOrigins } from '../filters/cors.js';
 import { withProbabilisticGoaway } from '../filters/goaway.js';
 import { validateHSTSDirectives, withHSTS } from '../filters/hsts.js';
@@ -58,6 +59,10 @@ export interface ServerConfig {
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
   tokenAuthFile?: string;
+  /** Bearer-token authenticators after the token file (service-account tokens, ...), in order. */
+  tokenAuthenticators?: TokenAuthenticator[];
+  /** --api-audiences: the audiences requests' tokens must be meant for (default none: no audience check). */
+  apiAudiences?: string[];
   clientCaFile?: string;
   /** --anonymous-auth; forced off under AlwaysAllow. */
   anonymousAuth: boolean;
@@ -465,6 +470,8 @@ export interface ApiServer {
   addHealthCheck(name: string, check: HealthCheck, opts?: HealthCheckOptions): void;
   /** The whole handler chain, for in-process requests. */
   readonly handle: Handler;
+  /** The bearer-token authenticators, for the TokenReview API. */
+  readonly tokenReviewer: TokenReviewer;
   /** Listens; resolves once listening. Calling it again returns the same promise. */
   start(): Promise<void>;
   /** Shuts down (readyz fails, the delay passes, the listener closes, connections drain); idempotent. */
@@ -505,11 +512,17 @@ async function readClientCA(path: string): Promise<string> {
   return pem;
 }
 
-async function buildAuthenticator(config: ServerConfig): Promise<Authenticator> {
+/** Client certificates, then bearer tokens (the token file, then config.tokenAuthenticators), as kube-apiserver orders them. */
+async function buildAuthenticator(config: ServerConfig): Promise<{ request: Authenticator; reviewer: TokenReviewer }> {
   const list: Authenticator[] = [];
   if (config.clientCaFile) list.push(clientCertAuthenticator());
-  if (config.tokenAuthFile) list.push(tokenAuthenticator(await loadTokenFile(config.tokenAuthFile)));
-  return unionAuthenticator(list);
+  const audiences = config.apiAudiences ?? [];
+  const tokens: TokenAuthenticator[] = [];
+  if (config.tokenAuthFile) tokens.push(audienceAgnostic(audiences, tokenTableAuthenticator(await loadTokenFile(config.tokenAuthFile))));
+  tokens.push(...(config.tokenAuthenticators ?? []));
+  const union = tokenUnion(tokens);
+  if (tokens.length > 0) list.push(bearerTokenAuthenticator(union, audiences));
+  return { request: unionAuthenticator(list), reviewer: tokenReviewer(union, audiences) };
 }
 
 /** Under AlwaysAllow kube-apiserver turns anonymous access off, with this warning. */
@@ -583,7 +596,7 @@ export async function createApiServer(config: ServerConfig): Promise<ApiServer> 
     (config.tlsSniCertKeys ?? []).length > 0
       ? await loadSniCertificates(config.tlsSniCertKeys ?? [], { minVersion, ...(ciphers ? { ciphers } : {}), ...(clientCA ? { ca: clientCA } : {}) })
       : undefined;
-  const authenticator = await buildAuthenticator(config);
+  const { request: authenticator, reviewer } = await buildAuthenticator(config);
   const maxStreams = config.http2MaxStreamsPerConnection || HTTP2_DEFAULT_MAX_STREAMS;
   const tls: SecureServerOptions = {
     allowHTTP1: true,
@@ -607,7 +620,7 @@ export async function createApiServer(config: ServerConfig): Promise<ApiServer> 
     ...(config.authorizer ? { authorizer: config.authorizer } : {}),
   };
   const audit = config.audit ? await buildAudit(config.audit, logger) : undefined;
-  return assembleServer(config, { logger, bindAddress, caCert: serving.caCert, tls, chain, ...(audit ? { audit } : {}) });
+  return assembleServer(config, { logger, bindAddress, caCert: serving.caCert, tls, chain, reviewer, ...(audit ? { audit } : {}) });
 }
 
 interface AssembleDeps {
@@ -617,6 +630,7 @@ interface AssembleDeps {
   tls: SecureServerOptions;
   chain: HandlerChainDeps;
   audit?: ServerAudit;
+  reviewer: TokenReviewer;
 }
 
 function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
@@ -669,6 +683,7 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
       return listener.port ?? config.securePort;
     },
     caCert: deps.caCert,
+    tokenReviewer: deps.reviewer,
     get externalAddress() {
       const host = config.externalHostname || config.advertiseAddress || hostname();
       return `${isIPv6(host) ? `[${host}]` : host}:${server.port}`;

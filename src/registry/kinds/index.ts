@@ -13,6 +13,7 @@ import { podKind } from './pod/index.js';
 import { eventKind, eventsV1Kind } from './event/index.js';
 import { RBAC_KINDS } from './rbac/index.js';
 import { AUTHORIZATION_KINDS } from './authorization/index.js';
+import { AUTHENTICATION_KINDS } from './authentication/index.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -25,8 +26,9 @@ export { podKind } from './pod/index.js';
 export { eventKind, eventsV1Kind } from './event/index.js';
 export { RBAC_KINDS } from './rbac/index.js';
 export { AUTHORIZATION_KINDS } from './authorization/index.js';
+export { AUTHENTICATION_KINDS } from './authentication/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;

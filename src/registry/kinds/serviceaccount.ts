@@ -6,12 +6,15 @@
  *     DNS-1123 subdomain)
  *   - table: printServiceAccount (pkg/printers/internalversion/printers.go): NAME SECRETS AGE
  *   - field selectors: metadata.name and metadata.namespace only
+ *   - serviceaccounts/token: the TokenRequest subresource (authentication/tokenrequest.ts)
  */
 import type { KObject, KindDecl, TableColumn } from '../kind.js';
 import { ref, type Definitions } from '../schema.js';
 import { API_VERSION_PROPERTY, KIND_PROPERTY, LIST_META_REF, OBJECT_META_REF } from '../definitions/meta.js';
 import { AGE_COLUMN, isObject } from './configmap.js';
 import { nameIsDNSSubdomain, type FieldError, type NameValidator } from '../../util/validation.js';
+import { AUTHENTICATION_DEFINITIONS } from './authentication/definitions.js';
+import { tokenRequestAction } from './authentication/tokenrequest.js';
 
 /** ValidateServiceAccountName: a DNS-1123 subdomain. */
 export const serviceAccountNameValidator: NameValidator = nameIsDNSSubdomain;
@@ -143,8 +146,9 @@ export const serviceAccountKind: KindDecl = {
   nameValidator: serviceAccountNameValidator,
   definition: SERVICE_ACCOUNT,
   listDefinition: SERVICE_ACCOUNT_LIST,
-  definitions: SERVICE_ACCOUNT_DEFINITIONS,
+  definitions: { ...SERVICE_ACCOUNT_DEFINITIONS, ...AUTHENTICATION_DEFINITIONS },
   tracksGeneration: false,
+  actions: { token: tokenRequestAction },
   columns,
   strategy: {
     allowCreateOnUpdate: false,
