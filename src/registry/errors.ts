@@ -165,8 +165,6 @@ export function fromStorageError(err: unknown, gr: GroupResource, name: string):
       return apiErrors.timeout(`Too large resource version: ${err.message}`, 1);
     case 'Unavailable':
       return apiErrors.serviceUnavailable(`storage is unavailable: please retry`);
-    case 'Internal':
-      return apiErrors.internal(err.message);
     default:
       return apiErrors.internal();
   }

@@ -10,9 +10,7 @@ export type StorageErrorCode =
   | 'Unavailable'
   | 'InvalidArgument'
   | 'LeaseNotFound'
-  | 'Closed'
-  /** A stored value that cannot be read (no encryption provider can decrypt it); the message names the key. */
-  | 'Internal';
+  | 'Closed';
 
 export class StorageError extends Error {
   override readonly name = 'StorageError';
@@ -58,5 +56,4 @@ export const errors = {
   invalid: (message: string) => new StorageError('InvalidArgument', message),
   leaseNotFound: (lease: number) => new StorageError('LeaseNotFound', `lease ${lease} not found`),
   closed: () => new StorageError('Closed', 'storage is closed'),
-  internal: (message: string) => new StorageError('Internal', message),
 };
