@@ -8,7 +8,7 @@
  * limits as its total concurrency; orch has no queuing yet and applies that sum as one shared limit
  * (see `sharedLimit`).
  */
-import { getUser, type Handler } from './authn.js';
+import { getUser, type ApiRequest, type Handler } from './authn.js';
 import { writeHttpError } from './httperror.js';
 import { getRequestInfo, type LongRunningCheck } from './requestinfo.js';
 
@@ -22,6 +22,8 @@ export interface MaxInFlightDeps {
   /** When set, one limit for every request (the priority-and-fairness stand-in); the other two are ignored. */
   sharedLimit?: number;
   longRunning: LongRunningCheck;
+  /** Told of each request refused with 429 (for apiserver_dropped_requests_total and the request metrics). */
+  onReject?: (req: ApiRequest, mutating: boolean) => void;
 }
 
 interface Slot {
@@ -41,6 +43,7 @@ export function withMaxInFlightLimit(next: Handler, deps: MaxInFlightDeps): Hand
     if (slot.limit === 0) return next(req, res);
     if (slot.used >= slot.limit) {
       if (getUser(req)?.groups.includes(SYSTEM_PRIVILEGED_GROUP)) return next(req, res);
+      deps.onReject?.(req, !NON_MUTATING_VERBS.has(info.verb));
       res.setHeader('Retry-After', '1');
       return writeHttpError(res, 429, TOO_MANY_REQUESTS_MESSAGE);
     }

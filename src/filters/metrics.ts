@@ -23,6 +23,18 @@ export interface RequestMetricsSink {
   recorded(info: RequestInfo): boolean;
   /** The size of an answer (its Content-Length), for GET and LIST. */
   observeSize?(verb: string, info: RequestInfo, bytes: number): void;
+  /**
+   * A request the server ended in self-defense (apiserver_request_terminations_total): 429 from the
+   * in-flight limits (then also a dropped request of `kind`, counted in apiserver_request_total), 504 on timeout.
+   */
+  terminated?(verb: string, dryRun: string, info: RequestInfo, code: number, kind?: RequestKind): void;
+}
+
+/** Records a terminated request on the sink (a no-op for requests outside the request metrics). */
+export function recordTermination(sink: RequestMetricsSink, req: ApiRequest, code: number, kind?: RequestKind): void {
+  const info = getRequestInfo(req);
+  if (!sink.terminated || !sink.recorded(info)) return;
+  sink.terminated(reportedVerb(req, info), dryRunLabel(req), info, code, kind);
 }
 
 const READ_ONLY_VERBS = new Set(['get', 'list', 'watch']);

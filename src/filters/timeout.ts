@@ -79,6 +79,8 @@ export function withRequestDeadline(next: Handler, deps: RequestDeadlineDeps): H
 export interface TimeoutDeps {
   longRunning: LongRunningCheck;
   now?: () => number;
+  /** Told of each request whose deadline passed (for apiserver_request_terminations_total). */
+  onTimeout?: (req: ApiRequest) => void;
 }
 
 const TIMEOUT_BODY =
@@ -133,7 +135,10 @@ export function withTimeoutForNonLongRunningRequests(next: Handler, deps: Timeou
       const timer = setTimeout(
         () => {
           done = true;
-          if (!res.writableEnded) timeOut(res, preserved);
+          if (!res.writableEnded) {
+            deps.onTimeout?.(req);
+            timeOut(res, preserved);
+          }
           resolve();
         },
         Math.max(0, deadline - now()),

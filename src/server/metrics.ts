@@ -161,6 +161,8 @@ export class ServerMetrics implements RequestMetricsSink {
   private responseSizes: FastHistogram | undefined;
   private readonly sizes = new Map<string, HistogramSeries | null>();
   private readonly longRunningSeries = new Map<string, GaugeSeries>();
+  private readonly terminations = new Map<string, RequestSeries>();
+  private readonly droppedCounts: Record<RequestKind, number> = { readOnly: 0, mutating: 0 };
   private readonly watchers = new Map<string, GaugeSeries>();
   /**
    * In-flight watermarks as Kubernetes keeps them: the gauge shows the most requests in flight during the
@@ -389,6 +391,30 @@ export class ServerMetrics implements RequestMetricsSink {
     d?.observe(seconds);
   }
 
+  terminated(verb: string, dryRun: string, info: RequestInfo, code: number, kind?: RequestKind): void {
+    const scope = cleanScope(info);
+    const resource = info.isResourceRequest ? info.resource : '';
+    const subresource = info.isResourceRequest ? info.subresource : info.path;
+    const key = `${verb}\0${info.apiGroup}\0${info.apiVersion}\0${resource}\0${subresource}\0${scope}\0${code}`;
+    let t = this.terminations.get(key);
+    if (!t) {
+      const labels = { verb, group: info.apiGroup, version: info.apiVersion, resource, subresource, scope, component: COMPONENT, code: String(code) };
+      t = { labels: sortedLabels(labels), count: 0 };
+      this.terminations.set(key, t);
+    }
+    t.count++;
+    if (kind === undefined) return;
+    // A request dropped by the in-flight limits is also counted, with its 429, among all requests (RecordDroppedRequest).
+    this.droppedCounts[kind]++;
+    const rkey = `${verb}\0${dryRun}\0${info.apiGroup}\0${info.apiVersion}\0${resource}\0${subresource}\0${scope}\0${code}`;
+    let r = this.requests.get(rkey);
+    if (!r) {
+      r = { labels: sortedLabels({ ...this.baseLabels(verb, dryRun, info, resource, subresource, scope), code: String(code) }), count: 0 };
+      this.requests.set(rkey, r);
+    }
+    r.count++;
+  }
+
   /** apiserver_response_sizes: the size of GET and LIST answers (Content-Length), as Kubernetes records it. */
   observeSize(verb: string, info: RequestInfo, bytes: number): void {
     if ((verb !== 'GET' && verb !== 'LIST') || !this.responseSizes) return;
@@ -443,6 +469,18 @@ export class ServerMetrics implements RequestMetricsSink {
         this.rollInflight(performance.now());
         return (['mutating', 'readOnly'] as const).map((kind) => ({ labels: { request_kind: kind }, value: inflightReported[kind] }));
       },
+    );
+    this.collector(
+      {
+        name: 'apiserver_request_terminations_total',
+        help: 'Number of requests which apiserver terminated in self-defense.',
+        type: 'counter',
+      },
+      () => [...this.terminations.values()].map((t) => ({ labels: t.labels, value: t.count })),
+    );
+    this.collector(
+      { name: 'apiserver_dropped_requests_total', help: "Number of requests dropped with 'Try again later' response", type: 'counter' },
+      () => (['mutating', 'readOnly'] as const).filter((k) => this.droppedCounts[k] > 0).map((k) => ({ labels: { request_kind: k }, value: this.droppedCounts[k] })),
     );
     const longRunningHelp = 'Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.';
     const longRunning = () => [...this.longRunningSeries.values()].map((s) => ({ labels: sortedLabels(s.labels), value: s.value }));
