@@ -165,6 +165,8 @@ export function fromStorageError(err: unknown, gr: GroupResource, name: string):
       return apiErrors.timeout(`Too large resource version: ${err.message}`, 1);
     case 'Unavailable':
       return apiErrors.serviceUnavailable(`storage is unavailable: please retry`);
+    case 'Internal':
+      return apiErrors.internal(err.message);
     default:
       return apiErrors.internal();
   }

@@ -521,8 +521,9 @@ export class ResourceStore {
       }
       const obj = opts.unchecked ? this.keepSystemFields(name, next, old) : await this.prepareUpdate(scope, name, next, old, subresource, warnings);
       if (scope.dryRun) return { object: obj, created: false };
-      // An update that changes nothing is not written (and keeps its resourceVersion), as Kubernetes.
-      if (isDeepStrictEqual(this.stripVersion(obj), this.stripVersion(old))) return { object: old, created: false };
+      // An update that changes nothing is not written (and keeps its resourceVersion), as Kubernetes; unless the
+      // stored value is stale (encrypted with an older key), when the write re-encrypts it.
+      if (!current!.stale && isDeepStrictEqual(this.stripVersion(obj), this.stripVersion(old))) return { object: old, created: false };
       // A deleted object whose last finalizer went away is removed, unless a grace period is still running
       // (Kubernetes' shouldDeleteDuringUpdate: no finalizers and a deletion grace period of 0).
       if (

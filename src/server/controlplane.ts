@@ -9,6 +9,7 @@ import { BUILTIN_KINDS } from '../registry/kinds/index.js';
 import { Registry } from '../registry/registry.js';
 import type { Admission } from '../registry/store.js';
 import { openStorage, type Storage, type StorageConfig } from '../storage/factory.js';
+import { loadEncryptionConfig, TransformationMetrics } from './encryption-config.js';
 import { versionInfo } from '../util/version.js';
 import { startNamespaceController } from './controllers/namespace.js';
 import { startPvcProtectionController } from './controllers/pvc-protection.js';
@@ -121,7 +122,16 @@ export async function createControlPlane(
 ): Promise<ControlPlane> {
   servedKinds(BUILTIN_KINDS, options.runtimeConfig); // validates --runtime-config before anything opens
   const logger = overrides.logger ?? loggerFrom(options);
-  const storage = await openStorage({ ...storageConfigFrom(options), log: logger });
+  // --encryption-provider-config: read before the storage opens; its transformers encrypt values at rest.
+  const transformMetrics = new TransformationMetrics();
+  const encryption = options.encryptionProviderConfig ? loadEncryptionConfig(options.encryptionProviderConfig, transformMetrics) : undefined;
+  let storage: Storage;
+  try {
+    storage = await openStorage({ ...storageConfigFrom(options), log: logger, ...(encryption ? { transformers: encryption.transformers } : {}) });
+  } catch (err) {
+    encryption?.close();
+    throw err;
+  }
   let server: ApiServer;
   // The authorizer chain reads the registry, made below; no request reaches it before start().
   const authz = lateAuthorizer();
@@ -141,6 +151,8 @@ export async function createControlPlane(
     await storage.close();
     throw err;
   }
+  transformMetrics.bind(server.metrics);
+  encryption?.probes.forEach((probe, i) => server.addHealthCheck(`kms-provider-${i}`, () => probe.check()));
   // kube-apiserver's storage check: reads the store within the health-check timeout.
   const timeout = options.kvstoreHealthcheckTimeout;
   server.addHealthCheck('etcd', async () => {

@@ -330,7 +330,7 @@ export const SERVER_FLAGS = [
       'When true and feature gate APIPriorityAndFairness is enabled, the max-in-flight handler is replaced by one that queues and dispatches with priority and fairness.',
       { status: S },
     ),
-    flag('encryption-provider-config', 'string', undefined, 'File configuring encryption providers for secrets in the key-value store.'),
+    flag('encryption-provider-config', 'string', undefined, 'File configuring encryption providers for secrets in the key-value store.', { status: S }),
     flag('endpoint-reconciler-type', 'enum', 'lease', 'Allowed: master-count, lease, none.', {
       values: ['master-count', 'lease', 'none'],
     }),

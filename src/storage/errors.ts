@@ -10,7 +10,9 @@ export type StorageErrorCode =
   | 'Unavailable'
   | 'InvalidArgument'
   | 'LeaseNotFound'
-  | 'Closed';
+  | 'Closed'
+  /** A stored value that cannot be read (no encryption provider can decrypt it); the message names the key. */
+  | 'Internal';
 
 export class StorageError extends Error {
   override readonly name = 'StorageError';
@@ -56,4 +58,5 @@ export const errors = {
   invalid: (message: string) => new StorageError('InvalidArgument', message),
   leaseNotFound: (lease: number) => new StorageError('LeaseNotFound', `lease ${lease} not found`),
   closed: () => new StorageError('Closed', 'storage is closed'),
+  internal: (message: string) => new StorageError('Internal', message),
 };

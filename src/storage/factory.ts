@@ -8,6 +8,8 @@ import { StorageError, errors } from './errors.js';
 import type { EtcdOptions } from './etcd.js';
 import type { KV } from './interface.js';
 import { openSqlite } from './sqlite.js';
+import { TransformingKV } from './transformer/kv.js';
+import type { ValueTransformer } from './transformer/transformer.js';
 
 export interface StorageConfig {
   /** --kvstore-servers; empty for the embedded store. */
@@ -30,6 +32,11 @@ export interface StorageConfig {
   dataDir: string;
   /** Where failures of the periodic tasks are logged; default standard error. */
   log?: (message: string) => void;
+  /**
+   * --encryption-provider-config: the value transformer of each resource ('secrets', 'deployments.apps')
+   * whose values are encrypted at rest. Closed with the storage.
+   */
+  transformers?: ReadonlyMap<string, ValueTransformer>;
 }
 
 export const EMBEDDED_DB_FILE = 'state.db';
@@ -115,6 +122,7 @@ class StorageImpl implements Storage {
   /** Per store: the revision seen at the previous compaction tick, compacted to at the next. */
   private readonly lastSeen = new Map<KV, { revision: number; keyRevision: number }>();
   private closed = false;
+  private readonly transformed = new Map<string, KV>();
 
   constructor(
     private readonly cfg: StorageConfig,
@@ -131,7 +139,13 @@ class StorageImpl implements Storage {
   }
 
   kvFor(group: string, resource: string): KV {
-    return this.byResource.get(resourceKey(group, resource)) ?? this.main;
+    const key = resourceKey(group, resource);
+    const kv = this.byResource.get(key) ?? this.main;
+    const transformer = this.cfg.transformers?.get(key);
+    if (!transformer) return kv;
+    let t = this.transformed.get(key);
+    if (!t) this.transformed.set(key, (t = new TransformingKV(kv, transformer)));
+    return t;
   }
 
   trackCount(group: string, resource: string, keyPrefix: string): void {
@@ -194,5 +208,6 @@ class StorageImpl implements Storage {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     await Promise.allSettled(this.stores().map(([, kv]) => kv.close()));
+    for (const t of new Set(this.cfg.transformers?.values())) t.close?.();
   }
 }
