@@ -142,8 +142,11 @@ function sortedLabels(labels: Labels): Labels {
 export class ServerMetrics implements RequestMetricsSink {
   /** The registry /metrics serves; others register their metrics here (through counter()/gauge()/histogram()). */
   readonly registry = new Registry();
-  /** Says whether a resource request names a served resource and gives its kind (for registered watchers). */
-  resourceKind: (group: string, version: string, resource: string) => string | undefined = () => undefined;
+  /**
+   * The kind of a served resource (and subresource, when given), or undefined when the server has no route
+   * for it: such requests stay out of the request metrics (unbounded label values otherwise).
+   */
+  resourceKind: (group: string, version: string, resource: string, subresource?: string) => string | undefined = () => undefined;
   /** Non-resource paths that are instrumented (Kubernetes instruments its health checks). */
   instrumentedPath: (path: string) => boolean = (path) => /^\/(healthz|livez|readyz)(\/|$)/.test(path);
 
@@ -327,7 +330,7 @@ export class ServerMetrics implements RequestMetricsSink {
 
   recorded(info: RequestInfo): boolean {
     if (!info.isResourceRequest) return this.instrumentedPath(info.path);
-    return this.resourceKind(info.apiGroup, info.apiVersion, info.resource) !== undefined;
+    return this.resourceKind(info.apiGroup, info.apiVersion, info.resource, info.subresource) !== undefined;
   }
 
   inflight(kind: RequestKind, delta: 1 | -1): void {
@@ -371,6 +374,8 @@ export class ServerMetrics implements RequestMetricsSink {
   }
 
   observe(verb: string, dryRun: string, info: RequestInfo, code: number, seconds: number): void {
+    // A health check path that does not exist (404) has no route in Kubernetes: not recorded.
+    if (!info.isResourceRequest && code === 404) return;
     const scope = cleanScope(info);
     const resource = info.isResourceRequest ? info.resource : '';
     const subresource = info.isResourceRequest ? info.subresource : info.path;

@@ -135,9 +135,15 @@ describe('observability and versioning options', () => {
     assert.ok((etcd.get('{operation="create",type="*core.Namespace"}') ?? 0) >= 1, [...etcd.keys()].join('\n'));
     assert.ok((etcd.get('{operation="list",type="*core.NamespaceList"}') ?? 0) >= 1);
     assert.ok((etcd.get('{operation="get",type="*core.Namespace"}') ?? 0) >= 1);
-    // Health checks are instrumented with their path as subresource.
+    // Health checks are instrumented with their path as subresource; paths without a route are not recorded.
     await call(c, 'GET', '/readyz');
-    assert.ok((samples(await metrics(c), 'apiserver_request_total').get('{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/readyz",verb="GET",version=""}') ?? 0) >= 1);
+    assert.equal((await call(c, 'GET', '/readyz/no-such-check')).status, 404);
+    assert.equal((await call(c, 'GET', '/api/v1/namespaces/default/no-such-subresource')).status, 404);
+    assert.equal((await call(c, 'GET', '/api/v1/namespaces/default/status')).status, 200);
+    const after = samples(await metrics(c), 'apiserver_request_total');
+    assert.ok((after.get('{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/readyz",verb="GET",version=""}') ?? 0) >= 1);
+    assert.ok(![...after.keys()].some((k) => k.includes('no-such')), [...after.keys()].join('\n'));
+    assert.ok((after.get('{code="200",component="apiserver",dry_run="",group="",resource="namespaces",scope="resource",subresource="status",verb="GET",version="v1"}') ?? 0) >= 1);
   });
 
   it('counts watches and long-running requests while they last', { skip }, async () => {
