@@ -52,6 +52,8 @@ const AFTER_1_23 = {
   V1TopologySpreadConstraint: ['minDomains', 'matchLabelKeys', 'nodeAffinityPolicy', 'nodeTaintsPolicy'],
   V1PodAffinityTerm: ['matchLabelKeys', 'mismatchLabelKeys'],
   V1EnvVarSource: ['fileKeyRef'],
+  V1ServiceSpec: ['trafficDistribution'],
+  V1LoadBalancerIngress: ['ipMode'],
 };
 
 const containerLists = {
@@ -90,6 +92,26 @@ const FIELD_EXTENSIONS = {
     podIPs: { 'x-kubernetes-patch-merge-key': 'ip', 'x-kubernetes-patch-strategy': 'merge' },
   },
   V1NodeSelectorTerm: {},
+  V1ServiceSpec: {
+    ports: {
+      'x-kubernetes-list-map-keys': ['port', 'protocol'],
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-patch-merge-key': 'port',
+      'x-kubernetes-patch-strategy': 'merge',
+    },
+    clusterIPs: { 'x-kubernetes-list-type': 'atomic' },
+    ipFamilies: { 'x-kubernetes-list-type': 'atomic' },
+    selector: { 'x-kubernetes-map-type': 'atomic' },
+  },
+  V1ServiceStatus: {
+    conditions: {
+      'x-kubernetes-list-map-keys': ['type'],
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-patch-merge-key': 'type',
+      'x-kubernetes-patch-strategy': 'merge',
+    },
+  },
+  V1LoadBalancerIngress: { ports: { 'x-kubernetes-list-type': 'atomic' } },
 };
 
 /** Descriptions of fields that reference another definition (the client's models drop them), as 1.23 words them. */
@@ -123,6 +145,14 @@ const REF_DESCRIPTIONS = {
       'Periodic probe of container service readiness. Container will be removed from service endpoints if the probe fails. Cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes',
     lifecycle: 'Actions that the management system should take in response to container lifecycle events. Cannot be updated.',
   },
+  V1Service: {
+    spec: `Spec defines the behavior of a service. ${SPEC_STATUS}`,
+    status: `Most recently observed status of the service. Populated by the system. Read-only. More info: ${SPEC_STATUS}`,
+  },
+  V1ServiceSpec: { sessionAffinityConfig: 'sessionAffinityConfig contains the configurations of session affinity.' },
+  V1ServiceStatus: { loadBalancer: 'LoadBalancer contains the current status of the load-balancer, if one is present.' },
+  V1SessionAffinityConfig: { clientIP: 'clientIP contains the configurations of Client IP based session affinity.' },
+  V1EndpointAddress: { targetRef: 'Reference to object providing the endpoint.' },
   V1PodSpec: {
     securityContext: 'SecurityContext holds pod-level security attributes and common container settings. Optional: Defaults to empty.  See type description for default values of each field.',
     affinity: "If specified, the pod's scheduling constraints",
@@ -143,10 +173,14 @@ const GVK = {
   CoreV1EventList: ['', 'EventList', 'v1'],
   EventsV1Event: ['events.k8s.io', 'Event', 'v1'],
   EventsV1EventList: ['events.k8s.io', 'EventList', 'v1'],
+  V1Service: ['', 'Service', 'v1'],
+  V1ServiceList: ['', 'ServiceList', 'v1'],
+  V1Endpoints: ['', 'Endpoints', 'v1'],
+  V1EndpointsList: ['', 'EndpointsList', 'v1'],
 };
 
 /** Structs Kubernetes 1.23 marks +structType=atomic. */
-const ATOMIC_STRUCTS = new Set(['V1ConfigMapKeySelector', 'V1SecretKeySelector', 'V1ObjectFieldSelector', 'V1ResourceFieldSelector', 'V1NodeSelector', 'V1NodeSelectorTerm']);
+const ATOMIC_STRUCTS = new Set(['CoreV1EndpointPort', 'V1ConfigMapKeySelector', 'V1SecretKeySelector', 'V1ObjectFieldSelector', 'V1ResourceFieldSelector', 'V1NodeSelector', 'V1NodeSelectorTerm']);
 
 function definitionName(cls) {
   if (EXTERNAL[cls]) return EXTERNAL[cls];
@@ -154,6 +188,7 @@ function definitionName(cls) {
   if ((m = /^CoreV1(.+)$/.exec(cls))) return CORE + m[1];
   if ((m = /^EventsV1(.+)$/.exec(cls))) return `io.k8s.api.events.v1.${m[1]}`;
   if (cls === 'V1Eviction') return 'io.k8s.api.policy.v1.Eviction';
+  if (cls === 'V1Condition') return `${META}Condition`;
   if ((m = /^V1(.+)$/.exec(cls))) return CORE + m[1];
   throw new Error(`no definition name for ${cls}`);
 }
@@ -278,3 +313,6 @@ emit(join(repo, 'src/registry/kinds/pod/definitions.ts'), 'POD_DEFINITIONS', HEA
 
 const event = await generate(['CoreV1Event', 'CoreV1EventList', 'EventsV1Event', 'EventsV1EventList'], new Set(Object.keys(pod)));
 emit(join(repo, 'src/registry/kinds/event/definitions.ts'), 'EVENT_DEFINITIONS', HEADER('core/v1 and events.k8s.io/v1 Event'), event);
+
+const service = await generate(['V1Service', 'V1ServiceList', 'V1Endpoints', 'V1EndpointsList'], new Set([...Object.keys(pod), ...Object.keys(event)]));
+emit(join(repo, 'src/registry/kinds/service/definitions.ts'), 'SERVICE_DEFINITIONS', HEADER('Service and Endpoints'), service);

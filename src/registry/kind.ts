@@ -13,6 +13,7 @@ import type { AccessAuthorizer } from './kinds/authorization/attributes.js';
 import type { ServiceAccountTokenSettings } from './kinds/authentication/tokens.js';
 import type { TokenReviewer } from './kinds/authentication/tokenreview.js';
 import type { Definitions } from './schema.js';
+import type { ServiceNetwork } from './allocators/service-network.js';
 import type { RequestScope, ResourceStore } from './store.js';
 
 /** A Kubernetes object as JSON. */
@@ -52,6 +53,8 @@ export interface StrategyContext {
   user?: { name: string; uid?: string; groups: string[] };
   /** Server-wide settings some kinds follow (from the server's options). */
   settings?: Readonly<KindSettings>;
+  /** The request is a dry run: nothing it takes or writes may last. */
+  dryRun?: boolean;
 }
 
 /** Server options that kinds' strategies read; every field has Kubernetes' default when absent. */
@@ -64,6 +67,10 @@ export interface KindSettings {
   agentAddressTypes?: readonly string[];
   /** The server's authorizer chain (--authorization-mode), for the access reviews. */
   authorizer?: AccessAuthorizer;
+  /** The server's Service cluster IP and node port allocators (--service-cluster-ip-range, --service-node-port-range). */
+  serviceNetwork?: ServiceNetwork;
+  /** Another kind's store, by group and resource (set by the registry). */
+  lookup?(group: string, resource: string): ResourceStore | undefined;
   /** The server's token authenticators, for TokenReview. */
   tokenReviewer?: TokenReviewer;
   /** Issuing service-account tokens (serviceaccounts/token); absent without a signing key and issuer. */
@@ -226,6 +233,23 @@ export interface KindDecl {
   noNameColumn?: boolean;
   /** Verbs served on the main resource; default DEFAULT_VERBS. */
   verbs?: string[];
+  /**
+   * Kubernetes' BeginCreate and BeginUpdate (main resource only): called once the object is defaulted and
+   * mutated by admission, before validation. May change the object (values it allocates) and take things
+   * outside it (cluster IPs, node ports); the transaction is committed once the write is stored (or the
+   * dry run succeeded) and reverted when anything after the hook fails or nothing is written. Throws a
+   * StatusError to refuse the write.
+   */
+  beginCreate?(obj: KObject, ctx: StrategyContext): Promise<WriteTransaction>;
+  beginUpdate?(obj: KObject, old: KObject, ctx: StrategyContext): Promise<WriteTransaction>;
+  /** Kubernetes' AfterDelete: the object is gone from storage (never called for dry runs); must not throw. */
+  afterDelete?(obj: KObject, ctx: StrategyContext): Promise<void>;
+}
+
+/** What a write took outside the object, settled once the write is known to be stored or not. Never throws. */
+export interface WriteTransaction {
+  commit(): Promise<void>;
+  revert(): Promise<void>;
 }
 
 export const DEFAULT_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];

@@ -24,6 +24,7 @@
 import { apiErrors } from './errors.js';
 import { AUTHORIZATION_PROTOBUF_KINDS, AUTHORIZATION_PROTOBUF_MESSAGES } from './kinds/authorization/protobuf.js';
 import { RBAC_PROTOBUF_KINDS, RBAC_PROTOBUF_MESSAGES } from './kinds/rbac/protobuf.js';
+import { SERVICE_PROTOBUF_KINDS, SERVICE_PROTOBUF_MESSAGES } from './kinds/service/protobuf.js';
 import { AUTHENTICATION_PROTOBUF_KINDS, AUTHENTICATION_PROTOBUF_MESSAGES } from './kinds/authentication/protobuf.js';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -60,7 +61,7 @@ export interface FieldDescriptor {
 }
 
 /** Messages whose JSON form is not an object of their fields. */
-export type CustomCodec = 'time' | 'microTime' | 'quantity' | 'fieldsV1';
+export type CustomCodec = 'time' | 'microTime' | 'quantity' | 'fieldsV1' | 'intOrString';
 
 export interface MessageDescriptor {
   readonly name: string;
@@ -105,6 +106,8 @@ const messageList: MessageDescriptor[] = [
 
   // --- k8s.io/apimachinery/pkg/api/resource
   { name: QUANTITY, custom: 'quantity', fields: [field(1, 'string', 'string', 'omitempty')] },
+  // intstr.IntOrString {type=1 (0 int, 1 string), intVal=2, strVal=3}: a number or a string in JSON.
+  { name: 'intstr.IntOrString', custom: 'intOrString', fields: [] },
 
   // --- k8s.io/apimachinery/pkg/apis/meta/v1
   {
@@ -555,7 +558,7 @@ const messageList: MessageDescriptor[] = [
 
 /** Every message descriptor, by name ('meta.v1.ObjectMeta', 'core.v1.Namespace', ...). */
 export const MESSAGES: Readonly<Record<string, MessageDescriptor>> = Object.freeze(
-  Object.fromEntries([...messageList, ...RBAC_PROTOBUF_MESSAGES, ...AUTHORIZATION_PROTOBUF_MESSAGES, ...AUTHENTICATION_PROTOBUF_MESSAGES].map((m) => [m.name, m])),
+  Object.fromEntries([...messageList, ...RBAC_PROTOBUF_MESSAGES, ...AUTHORIZATION_PROTOBUF_MESSAGES, ...AUTHENTICATION_PROTOBUF_MESSAGES, ...SERVICE_PROTOBUF_MESSAGES].map((m) => [m.name, m])),
 );
 
 /** The top-level kinds a body may carry: kind → message and accepted apiVersions (null: any). */
@@ -581,6 +584,7 @@ export const PROTOBUF_KINDS: Readonly<Record<string, { message: string; apiVersi
     ...RBAC_PROTOBUF_KINDS,
     ...AUTHORIZATION_PROTOBUF_KINDS,
     ...AUTHENTICATION_PROTOBUF_KINDS,
+    ...SERVICE_PROTOBUF_KINDS,
   });
 
 function descriptor(name: string): MessageDescriptor {
@@ -841,6 +845,19 @@ function decodeCustom(codec: CustomCodec, data: Uint8Array): Json {
       // A zero Quantity{} marshals to "0" in JSON.
       return s === '' ? '0' : s;
     }
+    case 'intOrString': {
+      let type = 0n;
+      let intVal = 0;
+      let strVal = '';
+      while (!r.done()) {
+        const key = r.varint();
+        if (key === (1 << 3) + WIRE_VARINT) type = r.varintBig();
+        else if (key === (2 << 3) + WIRE_VARINT) intVal = Number(BigInt.asIntN(32, r.varintBig()));
+        else if (key === (3 << 3) + WIRE_BYTES) strVal = Buffer.from(r.bytes()).toString('utf8');
+        else r.skip(key % 8);
+      }
+      return type === 1n ? strVal : intVal;
+    }
     case 'fieldsV1': {
       let raw: Uint8Array | undefined;
       while (!r.done()) {
@@ -1099,6 +1116,15 @@ function encodeCustom(codec: CustomCodec, v: Json, what: string): Buffer {
     case 'fieldsV1':
       w.bytes(1, Buffer.from(JSON.stringify(v ?? {}), 'utf8'));
       return w.finish();
+    case 'intOrString': {
+      const str = typeof v === 'string';
+      w.tag(1, WIRE_VARINT);
+      w.varintBig(str ? 1n : 0n);
+      w.tag(2, WIRE_VARINT);
+      w.varintBig(BigInt(str ? 0 : typeof v === 'number' ? Math.trunc(v) : 0));
+      w.bytes(3, Buffer.from(str ? v : '', 'utf8'));
+      return w.finish();
+    }
   }
 }
 

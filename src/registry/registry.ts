@@ -29,7 +29,8 @@ export class Registry {
 
   constructor(cfg: RegistryConfig) {
     this.kinds = cfg.kinds;
-    this.settings = cfg.settings ?? {};
+    // Kinds' hooks reach other kinds' stores through the settings (a Service's delete removes its Endpoints).
+    this.settings = { ...(cfg.settings ?? {}), lookup: (group, resource) => this.storeOfResource(group, resource) };
     this.definitions = Object.assign({}, META_DEFINITIONS, ...cfg.kinds.map((k) => k.definitions)) as Definitions;
     for (const decl of cfg.kinds) {
       const kv = cfg.storage.kvFor(decl.storedAs?.group ?? decl.group, decl.storedAs?.resource ?? decl.resource);
@@ -40,7 +41,7 @@ export class Registry {
         definitions: this.definitions,
         ...(cfg.admission ? { admission: cfg.admission } : {}),
         ...(cfg.now ? { now: cfg.now } : {}),
-        ...(cfg.settings ? { settings: cfg.settings } : {}),
+        settings: this.settings,
         ...(cfg.deleteCollectionWorkers ? { deleteCollectionWorkers: cfg.deleteCollectionWorkers } : {}),
       });
       this.stores.set(`${decl.group}/${decl.version}/${decl.resource}`, store);

@@ -20,7 +20,7 @@ import {
   type FieldError,
 } from '../util/validation.js';
 import { apiErrors, fromStorageError, isStatusError, type GroupResource } from './errors.js';
-import { apiVersionOf, type KObject, type KindDecl, type KindSettings, type StrategyContext } from './kind.js';
+import { apiVersionOf, type KObject, type KindDecl, type KindSettings, type StrategyContext, type WriteTransaction } from './kind.js';
 import { openWatch, type ApiWatch } from './watch.js';
 import { FieldSet, pe, refSchema, trackUpdate } from './managedfields.js';
 import type { Definitions } from './schema.js';
@@ -224,6 +224,7 @@ export class ResourceStore {
       subresource,
       settings: this.deps.settings ?? {},
       ...(scope.user ? { user: scope.user } : {}),
+      ...(scope.dryRun ? { dryRun: true } : {}),
     };
   }
 
@@ -286,29 +287,39 @@ export class ResourceStore {
       dryRun: !!scope.dryRun,
     });
     await admission?.mutate?.(attrs());
-    const errs = [
-      ...validateObjectMeta(meta, this.decl.namespaced, this.decl.nameValidator ?? nameIsDNSSubdomain, root('metadata')),
-      ...this.decl.strategy.validate(obj, ctx),
-    ];
-    if (errs.length > 0) throw this.invalid(meta.name ?? '', errs);
-    warnings.push(...(this.decl.strategy.warningsOnCreate?.(obj, ctx) ?? []));
-    this.decl.strategy.canonicalize?.(obj);
-    this.trackFields(scope, null, obj, '');
-    await admission?.validate?.(attrs());
-    if (scope.dryRun) return obj;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const kv = await this.deps.kv.create(this.key(scope.namespace, meta.name!), this.encode(obj), await this.leaseFor(obj, ctx));
-        meta.resourceVersion = String(kv.modRevision);
-        if (this.observers.size > 0) this.written(meta.name!, obj, kv.modRevision);
+    const txn = await this.decl.beginCreate?.(obj, ctx);
+    let stored = false;
+    try {
+      const errs = [
+        ...validateObjectMeta(meta, this.decl.namespaced, this.decl.nameValidator ?? nameIsDNSSubdomain, root('metadata')),
+        ...this.decl.strategy.validate(obj, ctx),
+      ];
+      if (errs.length > 0) throw this.invalid(meta.name ?? '', errs);
+      warnings.push(...(this.decl.strategy.warningsOnCreate?.(obj, ctx) ?? []));
+      this.decl.strategy.canonicalize?.(obj);
+      this.trackFields(scope, null, obj, '');
+      await admission?.validate?.(attrs());
+      if (scope.dryRun) {
+        stored = true;
         return obj;
-      } catch (err) {
-        if (generated && err instanceof StorageError && err.code === 'KeyExists' && attempt < MAX_GENERATE_ATTEMPTS) {
-          meta.name = generateName(meta.generateName!);
-          continue;
-        }
-        throw this.translate(err, meta.name!);
       }
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const kv = await this.deps.kv.create(this.key(scope.namespace, meta.name!), this.encode(obj), await this.leaseFor(obj, ctx));
+          meta.resourceVersion = String(kv.modRevision);
+          stored = true;
+          if (this.observers.size > 0) this.written(meta.name!, obj, kv.modRevision);
+          return obj;
+        } catch (err) {
+          if (generated && err instanceof StorageError && err.code === 'KeyExists' && attempt < MAX_GENERATE_ATTEMPTS) {
+            meta.name = generateName(meta.generateName!);
+            continue;
+          }
+          throw this.translate(err, meta.name!);
+        }
+      }
+    } finally {
+      if (txn) await (stored ? txn.commit() : txn.revert());
     }
   }
 
@@ -519,36 +530,49 @@ export class ResourceStore {
       if (requested === 0 && !this.decl.strategy.allowUnconditionalUpdate && subresource === '') {
         throw this.invalid(name, [required(root('metadata', 'resourceVersion'), 'must be specified for an update')]);
       }
-      const obj = opts.unchecked ? this.keepSystemFields(name, next, old) : await this.prepareUpdate(scope, name, next, old, subresource, warnings);
-      if (scope.dryRun) return { object: obj, created: false };
-      // An update that changes nothing is not written (and keeps its resourceVersion), as Kubernetes; unless the
-      // stored value is stale (encrypted with an older key), when the write re-encrypts it.
-      if (!current!.stale && isDeepStrictEqual(this.stripVersion(obj), this.stripVersion(old))) return { object: old, created: false };
-      // A deleted object whose last finalizer went away is removed, unless a grace period is still running
-      // (Kubernetes' shouldDeleteDuringUpdate: no finalizers and a deletion grace period of 0).
-      if (
-        obj.metadata?.deletionTimestamp &&
-        !(obj.metadata.finalizers?.length) &&
-        !this.heldBySpec(obj) &&
-        (old.metadata?.deletionGracePeriodSeconds ?? 0) === 0
-      ) {
+      // What the kind's beginUpdate took: committed once the update is written, else given back.
+      const txns: WriteTransaction[] = [];
+      let written = false;
+      try {
+        const obj = opts.unchecked ? this.keepSystemFields(name, next, old) : await this.prepareUpdate(scope, name, next, old, subresource, warnings, txns);
+        if (scope.dryRun) {
+          written = true;
+          return { object: obj, created: false };
+        }
+        // An update that changes nothing is not written (and keeps its resourceVersion), as Kubernetes; unless the
+        // stored value is stale (encrypted with an older key), when the write re-encrypts it.
+        if (!current!.stale && isDeepStrictEqual(this.stripVersion(obj), this.stripVersion(old))) return { object: old, created: false };
+        // A deleted object whose last finalizer went away is removed, unless a grace period is still running
+        // (Kubernetes' shouldDeleteDuringUpdate: no finalizers and a deletion grace period of 0).
+        if (
+          obj.metadata?.deletionTimestamp &&
+          !(obj.metadata.finalizers?.length) &&
+          !this.heldBySpec(obj) &&
+          (old.metadata?.deletionGracePeriodSeconds ?? 0) === 0
+        ) {
+          try {
+            const del = await this.deps.kv.delete(key, current!.modRevision);
+            written = true;
+            if (this.observers.size > 0) this.written(name, null, del.revision);
+            await this.decl.afterDelete?.(obj, this.ctx(scope));
+            return { object: this.decode({ ...del.prevKv, value: this.encode(obj) }, del.revision), created: false };
+          } catch (err) {
+            if (err instanceof StorageError && err.code === 'Conflict' && requested === 0 && attempt < MAX_UPDATE_ATTEMPTS) continue;
+            throw this.translate(err, name);
+          }
+        }
         try {
-          const del = await this.deps.kv.delete(key, current!.modRevision);
-          if (this.observers.size > 0) this.written(name, null, del.revision);
-          return { object: this.decode({ ...del.prevKv, value: this.encode(obj) }, del.revision), created: false };
+          const kv = await this.deps.kv.update(key, this.encode(obj), current!.modRevision, await this.leaseFor(obj, this.ctx(scope, subresource)));
+          obj.metadata!.resourceVersion = String(kv.modRevision);
+          written = true;
+          if (this.observers.size > 0) this.written(name, obj, kv.modRevision);
+          return { object: obj, created: false };
         } catch (err) {
           if (err instanceof StorageError && err.code === 'Conflict' && requested === 0 && attempt < MAX_UPDATE_ATTEMPTS) continue;
           throw this.translate(err, name);
         }
-      }
-      try {
-        const kv = await this.deps.kv.update(key, this.encode(obj), current!.modRevision, await this.leaseFor(obj, this.ctx(scope, subresource)));
-        obj.metadata!.resourceVersion = String(kv.modRevision);
-        if (this.observers.size > 0) this.written(name, obj, kv.modRevision);
-        return { object: obj, created: false };
-      } catch (err) {
-        if (err instanceof StorageError && err.code === 'Conflict' && requested === 0 && attempt < MAX_UPDATE_ATTEMPTS) continue;
-        throw this.translate(err, name);
+      } finally {
+        for (const t of txns) await (written ? t.commit() : t.revert());
       }
     }
   }
@@ -587,6 +611,7 @@ export class ResourceStore {
     old: KObject,
     subresource: string,
     warnings: string[],
+    txns: WriteTransaction[] = [],
   ): Promise<KObject> {
     const meta = (obj.metadata ??= {});
     if (meta.name === undefined || meta.name === '') meta.name = name;
@@ -620,6 +645,7 @@ export class ResourceStore {
       dryRun: !!scope.dryRun,
     });
     await this.deps.admission?.mutate?.(attrs());
+    if (!sub && this.decl.beginUpdate) txns.push(await this.decl.beginUpdate(obj, old, ctx));
     const errs = [
       ...validateObjectMeta(meta, this.decl.namespaced, this.decl.nameValidator ?? nameIsDNSSubdomain, root('metadata')),
       ...validateObjectMetaUpdate(meta, oldMeta, root('metadata')),
@@ -714,7 +740,9 @@ export class ResourceStore {
       try {
         const del = await this.deps.kv.delete(key, current.modRevision);
         if (this.observers.size > 0) this.written(name, null, del.revision);
-        return { object: this.decode(del.prevKv), deleted: true };
+        const gone = this.decode(del.prevKv);
+        await this.decl.afterDelete?.(gone, this.ctx(scope));
+        return { object: gone, deleted: true };
       } catch (err) {
         if (err instanceof StorageError && err.code === 'Conflict' && !pre?.resourceVersion && attempt < MAX_UPDATE_ATTEMPTS) continue;
         throw this.translate(err, name);

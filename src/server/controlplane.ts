@@ -32,6 +32,13 @@ import { reconcileBootstrapPolicy } from './bootstrap-policy.js';
 import { startClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 import { apiAudiencesFrom, lateTokenAuthenticator, setupServiceAccounts, type ServiceAccountSetup } from './serviceaccounts.js';
 import { serviceAccountAdmission } from '../registry/admission/serviceaccount.js';
+import {
+  chooseAdvertiseAddress,
+  checkServiceNetworkOptions,
+  KubernetesServiceController,
+  repairServiceNetwork,
+  serviceNetworkFrom,
+} from './controllers/kubernetes-service.js';
 
 export interface ControlPlane {
   readonly server: ApiServer;
@@ -122,6 +129,9 @@ export async function createControlPlane(
 ): Promise<ControlPlane> {
   servedKinds(BUILTIN_KINDS, options.runtimeConfig); // validates --runtime-config before anything opens
   const logger = overrides.logger ?? loggerFrom(options);
+  // The address the kubernetes Service's Endpoints publish; its family must be the service range's.
+  const publicIP = chooseAdvertiseAddress(options.advertiseAddress, options.bindAddress);
+  checkServiceNetworkOptions(options, publicIP, logger);
   // --encryption-provider-config: read before the storage opens; its transformers encrypt values at rest.
   const transformMetrics = new TransformationMetrics();
   const encryption = options.encryptionProviderConfig ? loadEncryptionConfig(options.encryptionProviderConfig, transformMetrics) : undefined;
@@ -169,6 +179,8 @@ export async function createControlPlane(
       clearTimeout(timer);
     }
   });
+  const serviceNetwork = serviceNetworkFrom(options, storage);
+  serviceNetwork.log = logger;
   const registry: Registry = new Registry({
     storage: instrumentStorage(storage, server.metrics, BUILTIN_KINDS),
     kinds: BUILTIN_KINDS,
@@ -177,7 +189,7 @@ export async function createControlPlane(
       ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry),
       rbacEscalationAdmission({ resolver: () => resolver, authorizer: () => authz }),
     ]),
-    settings: { ...kindSettingsFrom(options), authorizer: authz, ...serviceAccounts.settings },
+    settings: { ...kindSettingsFrom(options), authorizer: authz, serviceNetwork, ...serviceAccounts.settings },
     deleteCollectionWorkers: options.deleteCollectionWorkers,
   });
   const resolver = new RuleResolver(registry);
@@ -191,11 +203,9 @@ export async function createControlPlane(
   authz.set(authorizers.authorizer);
   const served = servedKinds(registry.kinds, options.runtimeConfig);
   const servedSet = new Set(served);
-  server.metrics.resourceKind = (group, version, resource, subresource = '') => {
+  server.metrics.resourceKind = (group, version, resource) => {
     const decl = registry.store(group, version, resource)?.decl;
-    if (!decl || !servedSet.has(decl)) return undefined;
-    const routed = subresource === '' || !!(decl.subresources && subresource in decl.subresources) || !!decl.actions?.[subresource] || !!decl.connectors?.[subresource];
-    return routed ? decl.kind : undefined;
+    return decl && servedSet.has(decl) ? decl.kind : undefined;
   };
   registerStorageMetrics(server.metrics, storage, storageConfigFrom(options));
   installApi(server.mux, {
@@ -210,6 +220,7 @@ export async function createControlPlane(
     log: server.logger,
   });
   let controllers: Controller[] = [];
+  let kubernetesService: KubernetesServiceController | undefined;
   let stopped: Promise<void> | undefined;
   return {
     server,
@@ -219,6 +230,8 @@ export async function createControlPlane(
       await bootstrapNamespaces(registry);
       const log = server.logger;
       await reconcileBootstrapPolicy(registry);
+      // The allocators are made consistent with the stored Services before any request can allocate.
+      await repairServiceNetwork(registry.store('', 'v1', 'services')!, serviceNetwork, log);
       controllers = [startNamespaceController(registry, log), startPvcProtectionController(registry, log), ...serviceAccounts.startControllers(registry, log)];
       controllers.push(startClusterRoleAggregation(registry, resolver.clusterRoles, log), {
         stop: () => {
@@ -238,11 +251,25 @@ export async function createControlPlane(
         );
       }
       await server.start();
+      kubernetesService = new KubernetesServiceController(registry, {
+        net: serviceNetwork,
+        namespace: options.masterServiceNamespace,
+        publicIP,
+        securePort: () => server.port,
+        nodePort: options.orchestratorServiceNodePort,
+        reconciler: options.endpointReconcilerType as 'lease' | 'master-count' | 'none',
+        apiserverCount: options.apiserverCount,
+        kv: storage.kvFor('', 'apiServerIPInfo'),
+        prefix: storage.prefix,
+        log,
+      });
+      await kubernetesService.start();
     },
     stop: () =>
       (stopped ??= (async () => {
         try {
           for (const c of controllers) c.stop();
+          await kubernetesService?.stop();
           await server.stop();
         } finally {
           await storage.close();

@@ -264,7 +264,7 @@ export const SERVER_FLAGS = [
       'int',
       '1',
       'Number of servers in the cluster; positive. Used only when --endpoint-reconciler-type is master-count.',
-      { validate: positive },
+      { status: S, validate: positive },
     ),
     flag('azure-container-registry-config', 'string', undefined, 'Path to a container registry configuration file (cloud-specific).'),
     flag('bind-address', 'ip', '0.0.0.0', 'IP on which --secure-port listens. Blank, 0.0.0.0 or :: means all interfaces.', {
@@ -332,6 +332,7 @@ export const SERVER_FLAGS = [
     ),
     flag('encryption-provider-config', 'string', undefined, 'File configuring encryption providers for secrets in the key-value store.', { status: S }),
     flag('endpoint-reconciler-type', 'enum', 'lease', 'Allowed: master-count, lease, none.', {
+      status: S,
       values: ['master-count', 'lease', 'none'],
     }),
     flag(
@@ -370,7 +371,7 @@ export const SERVER_FLAGS = [
       'int',
       '0',
       'If non-zero, the control-plane service is of type NodePort with this port; if zero, type ClusterIP.',
-      { aliases: ['kubernetes-service-node-port'], validate: inRange(0, 65535) },
+      { aliases: ['kubernetes-service-node-port'], status: S, validate: inRange(0, 65535) },
     ),
     flag(
       'lease-reuse-duration-seconds',
@@ -393,6 +394,7 @@ export const SERVER_FLAGS = [
       'string',
       'default',
       'Deprecated: namespace from which control-plane services are injected into pods.',
+      { status: S },
     ),
     flag(
       'permit-address-sharing',
@@ -421,13 +423,14 @@ export const SERVER_FLAGS = [
       'string',
       undefined,
       'CIDR from which service cluster IPs are assigned; must not overlap node or pod ranges; at most two dual-stack CIDRs.',
-      { validate: checkServiceClusterIPRange },
+      { status: S, validate: checkServiceClusterIPRange },
     ),
     flag(
       'service-node-port-range',
       'portRange',
       '30000-32767',
       "Ports reserved for NodePort services, 'N1-N2' (or a single port); inclusive at both ends.",
+      { status: S },
     ),
     flag(
       'show-hidden-metrics-for-version',

@@ -11,6 +11,8 @@ import { leaseKind } from './lease.js';
 import { nodeKind } from './node.js';
 import { podKind } from './pod/index.js';
 import { eventKind, eventsV1Kind } from './event/index.js';
+import { serviceKind } from './service/index.js';
+import { endpointsKind } from './endpoints.js';
 import { RBAC_KINDS } from './rbac/index.js';
 import { AUTHORIZATION_KINDS } from './authorization/index.js';
 import { AUTHENTICATION_KINDS } from './authentication/index.js';
@@ -24,11 +26,13 @@ export { leaseKind } from './lease.js';
 export { nodeKind } from './node.js';
 export { podKind } from './pod/index.js';
 export { eventKind, eventsV1Kind } from './event/index.js';
+export { serviceKind } from './service/index.js';
+export { endpointsKind } from './endpoints.js';
 export { RBAC_KINDS } from './rbac/index.js';
 export { AUTHORIZATION_KINDS } from './authorization/index.js';
 export { AUTHENTICATION_KINDS } from './authentication/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
