@@ -11,8 +11,15 @@ import { getRequestInfo, type RequestInfo } from './requestinfo.js';
 
 export type Decision = 'allow' | 'deny' | 'noOpinion';
 
+/** An evaluation `error` with a decision other than allow answers 500 (an authorizer could not decide). */
+export interface AuthorizationDecision {
+  decision: Decision;
+  reason: string;
+  error?: string;
+}
+
 export interface Authorizer {
-  authorize(user: UserInfo | undefined, info: RequestInfo): { decision: Decision; reason: string } | Promise<{ decision: Decision; reason: string }>;
+  authorize(user: UserInfo | undefined, info: RequestInfo): AuthorizationDecision | Promise<AuthorizationDecision>;
 }
 
 /** --authorization-mode=AlwaysAllow. */
@@ -68,16 +75,34 @@ export function writeForbidden(req: ApiRequest, res: ApiResponse, user: UserInfo
   res.end(body);
 }
 
+/**
+ * responsewriters.InternalError: 500 in plain text, `Internal Server Error: "<request URI>": <error>`, with
+ * `&`, `<` and `>` escaped as HTML entities (not a Status).
+ */
+export function writeInternalError(req: ApiRequest, res: ApiResponse, message: string): void {
+  const sanitize = (t: string) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  const body = `Internal Server Error: ${goQuote(sanitize(req.url ?? ''))}: ${message}`;
+  res.statusCode = 500;
+  res.setHeader('Content-Type', 'text/plain');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
+}
+
 export function withAuthorization(next: Handler, deps: { authorizer: Authorizer }): Handler {
   return async (req, res) => {
     const user = getUser(req);
     const info = getRequestInfo(req);
-    const { decision, reason } = await deps.authorizer.authorize(user, info);
+    const { decision, reason, error } = await deps.authorizer.authorize(user, info);
     const audit = getAuditRecorder(req);
     if (decision === 'allow') {
       audit?.addAnnotation(DECISION_ANNOTATION, 'allow');
       audit?.addAnnotation(REASON_ANNOTATION, reason);
       return next(req, res);
+    }
+    if (error) {
+      audit?.addAnnotation(REASON_ANNOTATION, 'internal error');
+      return writeInternalError(req, res, error);
     }
     audit?.addAnnotation(DECISION_ANNOTATION, 'forbid');
     audit?.addAnnotation(REASON_ANNOTATION, reason);

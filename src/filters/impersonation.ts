@@ -8,7 +8,7 @@
  */
 import { ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER, getAuditRecorder, getUser, setUser, type Handler, type UserInfo } from '../endpoints/http.js';
 import type { AccessAttributes, AccessAuthorizer } from '../registry/kinds/authorization/attributes.js';
-import { writeForbidden } from './authorization.js';
+import { writeForbidden, writeInternalError } from './authorization.js';
 
 const USER_HEADER = 'impersonate-user';
 const GROUP_HEADER = 'impersonate-group';
@@ -107,25 +107,6 @@ function attributesFor(r: ImpersonationRequest): AccessAttributes {
   }
 }
 
-function writeInternalError(res: Parameters<Handler>[1], message: string): void {
-  const status = {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message: `Internal error occurred: ${message}`,
-    reason: 'InternalError',
-    details: { causes: [{ message }] },
-    code: 500,
-  };
-  getAuditRecorder(res)?.logResponseObject(status);
-  const body = JSON.stringify(status) + '\n';
-  res.statusCode = 500;
-  res.setHeader('Content-Type', 'application/json');
-  res.setHeader('Content-Length', Buffer.byteLength(body));
-  res.end(body);
-}
-
 export function withImpersonation(next: Handler, deps: { authorizer: AccessAuthorizer }): Handler {
   return async (req, res) => {
     const h = req.headers;
@@ -137,11 +118,11 @@ export function withImpersonation(next: Handler, deps: { authorizer: AccessAutho
     try {
       requests = impersonationRequests(distinct);
     } catch (err) {
-      return writeInternalError(res, (err as Error).message);
+      return writeInternalError(req, res, (err as Error).message);
     }
     if (requests.length === 0) return next(req, res);
     const requestor = getUser(req);
-    if (!requestor) return writeInternalError(res, 'no user found for request');
+    if (!requestor) return writeInternalError(req, res, 'no user found for request');
     const groupsSpecified = headerValues(distinct[GROUP_HEADER]).length > 0;
     let username = '';
     let uid = '';

@@ -195,7 +195,18 @@ export async function createControlPlane(
   const resolver = new RuleResolver(registry);
   let authorizers: AuthorizerChain;
   try {
-    authorizers = await buildAuthorizerChain({ modes: options.authorizationMode, policyFile: options.authorizationPolicyFile, registry, resolver });
+    authorizers = await buildAuthorizerChain({
+      modes: options.authorizationMode,
+      policyFile: options.authorizationPolicyFile,
+      webhook: {
+        configFile: options.authorizationWebhookConfigFile,
+        version: options.authorizationWebhookVersion,
+        authorizedTTLMs: options.authorizationWebhookCacheAuthorizedTtl,
+        unauthorizedTTLMs: options.authorizationWebhookCacheUnauthorizedTtl,
+      },
+      registry,
+      resolver,
+    });
   } catch (err) {
     await storage.close();
     throw err;

@@ -106,7 +106,7 @@ export const ADMISSION_PLUGINS: readonly string[] = [
 
 export const AUTHORIZATION_MODES: readonly string[] = ['AlwaysAllow', 'AlwaysDeny', 'ABAC', 'Webhook', 'RBAC', 'Node'];
 /** Authorization modes the server implements so far. */
-export const IMPLEMENTED_AUTHORIZATION_MODES: readonly string[] = ['AlwaysAllow', 'AlwaysDeny', 'ABAC', 'RBAC', 'Node'];
+export const IMPLEMENTED_AUTHORIZATION_MODES: readonly string[] = ['AlwaysAllow', 'AlwaysDeny', 'ABAC', 'Webhook', 'RBAC', 'Node'];
 
 export const STORAGE_MEDIA_TYPES: readonly string[] = [
   'application/json',
@@ -555,7 +555,7 @@ export const SERVER_FLAGS = [
       'authorization-mode',
       'strings',
       'AlwaysAllow',
-      'Ordered authorizers: AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC, Node (Webhook is not implemented yet).',
+      'Ordered authorizers: AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC, Node.',
       { status: S, values: AUTHORIZATION_MODES, validate: noDuplicates },
     ),
     flag('authorization-policy-file', 'string', undefined, 'Policy file, one JSON object per line, used with mode ABAC.', { status: S }),
@@ -564,15 +564,16 @@ export const SERVER_FLAGS = [
       'string',
       undefined,
       'Kubeconfig-format webhook configuration, used with mode Webhook.',
+      { status: S },
     ),
-    flag('authorization-webhook-cache-authorized-ttl', 'duration', '5m0s', "Cache time of 'authorized' webhook answers."),
-    flag('authorization-webhook-cache-unauthorized-ttl', 'duration', '30s', "Cache time of 'unauthorized' webhook answers."),
+    flag('authorization-webhook-cache-authorized-ttl', 'duration', '5m0s', "Cache time of 'authorized' webhook answers.", { status: S }),
+    flag('authorization-webhook-cache-unauthorized-ttl', 'duration', '30s', "Cache time of 'unauthorized' webhook answers.", { status: S }),
     flag(
       'authorization-webhook-version',
       'enum',
       'v1beta1',
       'API version of the access review sent to and expected from the webhook: v1 or v1beta1.',
-      { values: REVIEW_VERSIONS },
+      { status: S, values: REVIEW_VERSIONS },
     ),
     flag(
       'client-ca-file',

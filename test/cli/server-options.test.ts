@@ -66,7 +66,8 @@ const SUPPORTED = [
   'tls-min-version', 'tls-cipher-suites', 'strict-transport-security-directives', 'shutdown-send-retry-after',
   'http2-max-streams-per-connection', 'goaway-chance',
   'secure-port', 'bind-address', 'advertise-address', 'cert-dir', 'tls-cert-file', 'tls-private-key-file',
-  'token-auth-file', 'client-ca-file', 'anonymous-auth', 'authorization-mode', 'authorization-policy-file', 'kvstore-servers',
+  'token-auth-file', 'client-ca-file', 'anonymous-auth', 'authorization-mode', 'authorization-policy-file', 'authorization-webhook-config-file',
+  'authorization-webhook-cache-authorized-ttl', 'authorization-webhook-cache-unauthorized-ttl', 'authorization-webhook-version', 'kvstore-servers',
   'kvstore-servers-overrides', 'kvstore-cafile', 'kvstore-certfile', 'kvstore-keyfile', 'kvstore-prefix',
   'kvstore-compaction-interval', 'kvstore-count-metric-poll-period', 'kvstore-db-metric-poll-interval',
   'kvstore-healthcheck-timeout', 'storage-backend', 'data-dir', 'feature-gates', 'runtime-config', 'v', 'vmodule',
@@ -332,7 +333,7 @@ void describe('server options: validation', () => {
     refused(['--authorization-mode=RBAC', '--authorization-mode=RBAC'], /"RBAC" is given twice/);
     assert.deepEqual(parseServerOptions(['--authorization-mode=AlwaysAllow']).authorizationMode, ['AlwaysAllow']);
     assert.deepEqual(parseServerOptions(['--authorization-mode=RBAC,Node']).authorizationMode, ['RBAC', 'Node']);
-    refused(['--authorization-mode=RBAC,Webhook'], '--authorization-mode: mode Webhook not implemented yet');
+    assert.deepEqual(parseServerOptions(['--authorization-mode=Node,RBAC,Webhook']).authorizationMode, ['Node', 'RBAC', 'Webhook']);
   });
 
   void it('checks admission plugins', () => {

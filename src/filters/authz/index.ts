@@ -1,6 +1,6 @@
 /**
  * The authorizer chain of --authorization-mode, in the order given, as kube-apiserver's authorizer config:
- * AlwaysAllow, AlwaysDeny, ABAC (--authorization-policy-file), RBAC, Node. Webhook is not built yet.
+ * AlwaysAllow, AlwaysDeny, ABAC (--authorization-policy-file), Webhook (--authorization-webhook-*), RBAC, Node.
  */
 import type { Registry } from '../../registry/registry.js';
 import type { AccessAuthorizer } from '../../registry/kinds/authorization/attributes.js';
@@ -8,6 +8,7 @@ import type { RuleResolver } from '../../registry/kinds/rbac/resolver.js';
 import { abacAuthorizer, loadPolicyFile } from './abac.js';
 import { nodeAuthorizer } from './node.js';
 import { rbacAuthorizer } from './rbac.js';
+import { webhookAuthorizer } from './webhook.js';
 import { alwaysAllowAuthorizer, alwaysDenyAuthorizer, unionAuthorizer } from './union.js';
 
 export { alwaysAllowAuthorizer, alwaysDenyAuthorizer, unionAuthorizer } from './union.js';
@@ -15,6 +16,7 @@ export { alwaysAllowAuthorizer, alwaysDenyAuthorizer, unionAuthorizer } from './
 export interface AuthorizerConfig {
   modes: readonly string[];
   policyFile?: string;
+  webhook?: { configFile?: string; version: string; authorizedTTLMs: number; unauthorizedTTLMs: number };
   registry: Registry;
   resolver: RuleResolver;
 }
@@ -46,6 +48,9 @@ export async function buildAuthorizerChain(cfg: AuthorizerConfig): Promise<Autho
         break;
       case 'ABAC':
         chain.push(abacAuthorizer(await loadPolicyFile(cfg.policyFile ?? '')));
+        break;
+      case 'Webhook':
+        chain.push(webhookAuthorizer({ ...cfg.webhook!, configFile: cfg.webhook?.configFile ?? '' }));
         break;
       case 'RBAC':
         chain.push(rbacAuthorizer(cfg.resolver));
