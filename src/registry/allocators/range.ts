@@ -139,9 +139,22 @@ export class RangeAllocator {
   private mutate<T>(change: (bits: Bitmap) => { result: T; changed: boolean }): Promise<T> {
     return this.serialize(async () => {
       for (let attempt = 1; ; attempt++) {
+        const fresh = this.state === undefined;
         const state = await this.load();
         const bits = state.bits.clone();
-        const { result, changed } = change(bits);
+        let outcome: { result: T; changed: boolean };
+        try {
+          outcome = change(bits);
+        } catch (err) {
+          // A refusal seen on a bitmap read earlier is checked against storage (another server may have
+          // released the offset since).
+          if (err instanceof AllocationError && !fresh) {
+            this.state = undefined;
+            continue;
+          }
+          throw err;
+        }
+        const { result, changed } = outcome;
         if (!changed) return result;
         try {
           const kv = state.rev === 0 ? await this.kv.create(this.key, this.encode(bits)) : await this.kv.update(this.key, this.encode(bits), state.rev);
@@ -161,6 +174,7 @@ export class RangeAllocator {
   allocate(offset: number, allocatedMessage: string, dryRun = false): Promise<void> {
     if (dryRun) {
       return this.serialize(async () => {
+        this.state = undefined;
         if ((await this.load()).bits.has(offset)) throw new AllocationError('allocated', allocatedMessage);
       });
     }
@@ -185,7 +199,12 @@ export class RangeAllocator {
       }
       throw new AllocationError('full', 'range is full');
     };
-    if (dryRun) return this.serialize(async () => pick((await this.load()).bits));
+    if (dryRun) {
+      return this.serialize(async () => {
+        this.state = undefined;
+        return pick((await this.load()).bits);
+      });
+    }
     return this.mutate((bits) => {
       const i = pick(bits);
       bits.set(i);
