@@ -3,7 +3,7 @@
  * generic store. Query parameters, bodies and answers follow Kubernetes; spec document 1's rules on
  * delete answers come from the declaration's `responses`.
  */
-import { parse as parseYaml } from 'yaml';
+import { yaml } from '../util/yaml.js';
 import { StatusError, apiErrors } from '../registry/errors.js';
 import type { KObject, KindDecl } from '../registry/kind.js';
 import { apiVersionOf } from '../registry/kind.js';
@@ -453,7 +453,7 @@ async function deleteOptions(
     try {
       raw = format === 'protobuf'
         ? (decodeKubernetesProtobuf(body, { apiVersion: 'meta.k8s.io/v1', kind: 'DeleteOptions' }) as Record<string, any>)
-        : format === 'yaml' ? parseYaml(body.toString('utf8')) : JSON.parse(body.toString('utf8'));
+        : format === 'yaml' ? yaml().parse(body.toString('utf8')) : JSON.parse(body.toString('utf8'));
     } catch (err) {
       throw apiErrors.badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
     }

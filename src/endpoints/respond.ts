@@ -2,7 +2,7 @@
  * Writing answers: content negotiation (JSON, YAML, and the meta.k8s.io Table and PartialObjectMetadata
  * conversions), pretty printing, Warning headers, and errors as Status objects.
  */
-import { stringify as toYaml } from 'yaml';
+import { yaml } from '../util/yaml.js';
 import { StatusError, apiErrors } from '../registry/errors.js';
 import { encodeKubernetesProtobuf } from '../registry/protobuf.js';
 import { getAuditRecorder, type ApiResponse } from './http.js';
@@ -69,7 +69,7 @@ export function negotiate(accept: string | undefined, pretty: boolean, conversio
 /** Encodes a value for the chosen media type, as Kubernetes' serializers do (JSON ends with a newline). */
 export function encode(value: unknown, out: Pick<Output, 'mediaType' | 'pretty'>): string | Buffer {
   if (out.mediaType === PROTOBUF) return encodeKubernetesProtobuf(value as object);
-  if (out.mediaType === 'application/yaml') return toYaml(value, { lineWidth: 0 });
+  if (out.mediaType === 'application/yaml') return yaml().stringify(value, { lineWidth: 0 });
   // Go's json.MarshalIndent output (pretty) has no final newline; the compact encoder's has one.
   return out.pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value) + '\n';
 }

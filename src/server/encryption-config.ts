@@ -12,7 +12,7 @@
  * providers of all of them, in order.
  */
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { yaml } from '../util/yaml.js';
 import { AesCbcTransformer, AesGcmTransformer } from '../storage/transformer/aes.js';
 import { EnvelopeTransformer } from '../storage/transformer/envelope.js';
 import { GrpcKmsService, KmsProbe } from '../storage/transformer/kms.js';
@@ -110,7 +110,7 @@ function goErrno(e: NodeJS.ErrnoException): string {
 export function parseEncryptionConfiguration(text: string): EncryptionConfiguration {
   let doc: unknown;
   try {
-    doc = parseYaml(text);
+    doc = yaml().parse(text);
   } catch (err) {
     throw new Error(`error converting YAML to JSON: yaml: ${(err as Error).message.split('\n')[0]}`, { cause: err });
   }

@@ -15,7 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { parse as parseYaml } from 'yaml';
+import { yaml } from '../../util/yaml.js';
 import { getUser, setAuditRecorder, type ApiRequest, type ApiResponse, type AuditRecorder, type Handler, type UserInfo } from '../../endpoints/http.js';
 import { writeHttpError } from '../httperror.js';
 import { getRequestInfo, type LongRunningCheck, type RequestInfo } from '../requestinfo.js';
@@ -181,7 +181,7 @@ class EventRecorder implements AuditRecorder {
     } catch {
       // An apply patch in YAML: recorded as the JSON it stands for.
       try {
-        this.ev.requestObject = JSON.stringify(parseYaml(text));
+        this.ev.requestObject = JSON.stringify(yaml().parse(text));
       } catch {
         this.ev.requestObject = JSON.stringify(text);
       }

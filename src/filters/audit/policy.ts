@@ -5,7 +5,7 @@
  * rule's when set, else the policy's). No rule matching means level None.
  */
 import { readFile } from 'node:fs/promises';
-import { parse as parseYaml } from 'yaml';
+import { yaml } from '../../util/yaml.js';
 import type { UserInfo } from '../../endpoints/http.js';
 import type { RequestInfo } from '../../endpoints/requestinfo.js';
 import { aggregateMessage, invalid, isDNS1123Subdomain, notSupported, required, root, type FieldError, type FieldPath } from '../../util/validation.js';
@@ -117,7 +117,7 @@ function validateRule(rule: PolicyRule, path: FieldPath): FieldError[] {
 export function parsePolicy(text: string): Policy {
   let doc: unknown;
   try {
-    doc = parseYaml(text);
+    doc = yaml().parse(text);
   } catch (e) {
     throw new Error(`failed decoding: ${(e as Error).message}`, { cause: e });
   }

@@ -14,7 +14,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dirname, isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parse as parseYaml } from 'yaml';
+import { yaml } from '../../util/yaml.js';
 import { handlePluginError, type Backend, type PluginContext } from './backend.js';
 import { eventListJSON } from './encode.js';
 import type { AuditEvent, EventVersion } from './types.js';
@@ -50,7 +50,7 @@ function fileOrData(base: string, doc: Doc, fileKey: string, dataKey: string): B
 export function loadWebhookConfig(path: string): WebhookTarget {
   let doc: Doc;
   try {
-    doc = parseYaml(readFileSync(path, 'utf8')) as Doc;
+    doc = yaml().parse(readFileSync(path, 'utf8')) as Doc;
     if (doc === null || typeof doc !== 'object') throw new Error('not a kubeconfig');
   } catch (e) {
     throw new Error(`initializing audit webhook: ${path}: ${(e as Error).message}`, { cause: e });

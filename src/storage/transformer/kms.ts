@@ -8,9 +8,10 @@
  * their metrics status.
  */
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as Grpc from '@grpc/grpc-js';
+import type * as ProtoLoader from '@grpc/proto-loader';
 import type { EnvelopeService } from './envelope.js';
 import { TransformError } from './transformer.js';
 
@@ -26,13 +27,21 @@ function protoPath(): string {
   return fileURLToPath(new URL(`../../../../${PROTO_RELATIVE}`, import.meta.url));
 }
 
-type Methods = Record<'Version' | 'Encrypt' | 'Decrypt', grpc.MethodDefinition<object, Record<string, unknown>>>;
+/**
+ * @grpc/grpc-js and its protobuf loader (about 110 modules) are loaded when a kms provider is configured,
+ * not on every start: a server without one never pays for them.
+ */
+const requireCjs = createRequire(import.meta.url);
+const grpcModule = (): typeof Grpc => requireCjs('@grpc/grpc-js') as typeof Grpc;
+const protoLoaderModule = (): typeof ProtoLoader => requireCjs('@grpc/proto-loader') as typeof ProtoLoader;
+
+type Methods = Record<'Version' | 'Encrypt' | 'Decrypt', Grpc.MethodDefinition<object, Record<string, unknown>>>;
 let methods: Methods | undefined;
 
 /** The service's method definitions (loaded once per process; the definitions are immutable). */
 export function kmsServiceDefinition(): Methods {
   if (!methods) {
-    const def = protoLoader.loadSync(protoPath(), { keepCase: true, longs: String, defaults: true });
+    const def = protoLoaderModule().loadSync(protoPath(), { keepCase: true, longs: String, defaults: true });
     methods = def['v1beta1.KeyManagementService'] as unknown as Methods;
   }
   return methods;
@@ -68,7 +77,7 @@ export function kmsTarget(endpoint: string): string {
 }
 
 export class GrpcKmsService implements EnvelopeService {
-  private readonly client: grpc.Client;
+  private readonly client: Grpc.Client;
   private versionChecked: Promise<void> | undefined;
   private closed = false;
 
@@ -76,6 +85,7 @@ export class GrpcKmsService implements EnvelopeService {
     endpoint: string,
     private readonly timeoutMs: number,
   ) {
+    const grpc = grpcModule();
     this.client = new grpc.Client(kmsTarget(endpoint), grpc.credentials.createInsecure(), {
       'grpc.initial_reconnect_backoff_ms': 200,
       'grpc.max_reconnect_backoff_ms': 2000,
@@ -129,9 +139,9 @@ export class GrpcKmsService implements EnvelopeService {
         m.requestSerialize,
         m.responseDeserialize,
         request,
-        new grpc.Metadata({ waitForReady: true }),
+        new (grpcModule().Metadata)({ waitForReady: true }),
         { deadline: Date.now() + this.timeoutMs },
-        (err: grpc.ServiceError | null, value?: Record<string, unknown>) => {
+        (err: Grpc.ServiceError | null, value?: Record<string, unknown>) => {
           if (err) {
             const code = goCodeName(err.code);
             reject(new TransformError(`rpc error: code = ${code} desc = ${err.details}`, code));
