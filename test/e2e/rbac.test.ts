@@ -230,6 +230,9 @@ describe('RBAC and Node authorization through kubectl', () => {
       ),
       role,
     );
+    // The check runs before validation, as Kubernetes' policy-based storage: an escalating invalid role is a 403.
+    const invalid = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'urls', namespace: 'proj' }, rules: [{ verbs: ['get'], nonResourceURLs: ['/x'] }] };
+    assert.match(await fails('nsadmin', ['create', '-f', '-'], JSON.stringify(invalid)), /roles\.rbac\.authorization\.k8s\.io "urls" is forbidden: .*\n\{NonResourceURLs:\["\/x"\], Verbs:\["get"\]\}/);
     const binding = await fails('nsadmin', ['create', 'rolebinding', 'grab', '--clusterrole=cluster-admin', '--user=nsadmin', '-n', 'proj']);
     assert.match(binding, /rolebindings\.rbac\.authorization\.k8s\.io "grab" is forbidden: user "nsadmin" \(groups=\["system:authenticated"\]\) is attempting to grant RBAC permissions not currently held:\n\{APIGroups:\["\*"\], Resources:\["\*"\], Verbs:\["\*"\]\}/);
     assert.match((await as('nsadmin', ['create', 'rolebinding', 'share', '--clusterrole=view', '--user=nobody', '-n', 'proj'])).stdout, /share created/);

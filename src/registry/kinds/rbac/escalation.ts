@@ -102,11 +102,15 @@ export class EscalationCheck {
   }
 }
 
-/** The admission step: creates and updates of RBAC objects by anyone outside system:masters are checked. */
+/**
+ * The admission step: creates and updates of RBAC objects by anyone outside system:masters are checked. It
+ * runs in the mutating phase, last in the chain, because that is where Kubernetes' policy-based storage
+ * checks: after mutating admission and before validation (an escalating invalid role is a 403, not a 422).
+ */
 export function rbacEscalationAdmission(deps: EscalationDeps): Admission {
   const check = new EscalationCheck(deps);
   return {
-    async validate(a) {
+    async mutate(a) {
       if (a.decl.group !== RBAC_GROUP || (a.operation !== 'CREATE' && a.operation !== 'UPDATE')) return;
       if (!a.user || a.user.groups.includes(SYSTEM_MASTERS)) return;
       if (ROLE_RESOURCES.has(a.decl.resource)) await check.checkRole(a);
