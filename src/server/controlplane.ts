@@ -307,7 +307,10 @@ function admissionPlugins(options: ServerOptions, namespaces: () => ReturnType<R
   const on = new Set(options.admissionPlugins);
   const plugins: Admission[] = [];
   if (on.has('NamespaceLifecycle')) plugins.push(namespaceLifecycle(namespaces));
-  if (on.has('ServiceAccount')) plugins.push(serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces }));
+  if (on.has('ServiceAccount')) {
+    const mountToken = () => registry().settings.serviceAccountTokens !== undefined;
+    plugins.push(serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces, mountToken }));
+  }
   if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
   return plugins;
 }

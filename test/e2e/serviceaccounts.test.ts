@@ -308,6 +308,25 @@ describe('service accounts', { skip: kubectlPath() ? false : 'kubectl is not ins
   });
 });
 
+describe('a server that issues no tokens', { skip: kubectlPath() ? false : 'kubectl is not installed' }, () => {
+  it('names the default service account on pods but mounts no token a node agent could not fill', async () => {
+    const c = await startCluster();
+    try {
+      await until('the default ServiceAccount', async () => ((await c.request('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200 ? true : undefined));
+      const created = await c.kubectl(['run', 'plain', '--image=busybox', '--restart=Never']);
+      assert.equal(created.code, 0, created.stderr);
+      const spec = ((await c.request('GET', '/api/v1/namespaces/default/pods/plain')).json as Json)['spec'] as Json;
+      assert.equal(spec['serviceAccountName'], 'default');
+      assert.equal(spec['volumes'], undefined);
+      const token = await c.kubectl(['create', 'token', 'default']);
+      assert.notEqual(token.code, 0);
+      assert.match(token.stderr, /NotFound|not found/);
+    } finally {
+      await c.stop();
+    }
+  });
+});
+
 describe('service-account options', () => {
   const start = async (args: string[]) => {
     const dir = await mkdtemp(join(tmpdir(), 'orch-sa-opts-'));

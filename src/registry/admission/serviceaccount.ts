@@ -4,7 +4,8 @@
  *   - mutation: a pod without spec.serviceAccountName gets `default`; unless automounting is off (the pod's
  *     automountServiceAccountToken, else the service account's), every init and app container without a
  *     mount at /var/run/secrets/kubernetes.io/serviceaccount mounts a projected volume kube-api-access-<5>
- *     (the bound token for 3607 s, ca.crt from the kube-root-ca.crt ConfigMap, the namespace); a pod
+ *     (the bound token for 3607 s, ca.crt from the kube-root-ca.crt ConfigMap, the namespace) when the
+ *     server issues tokens (see ServiceAccountAdmissionDeps.mountToken); a pod
  *     without imagePullSecrets gets the service account's.
  *   - validation: the service account must exist ("error looking up service account <ns>/<name>: ..."),
  *     a `default` one being waited for a moment since its controller makes it; with the annotation
@@ -44,6 +45,12 @@ export function tokenVolumeSource(): Json {
 export interface ServiceAccountAdmissionDeps {
   serviceAccounts: () => ResourceStore | undefined;
   namespaces: () => ResourceStore | undefined;
+  /**
+   * Whether the server issues tokens (serviceaccounts/token). Kubernetes 1.23 always does; an orch server
+   * without --service-account-signing-key-file does not, and then mounts no token volume a node agent
+   * could never fill.
+   */
+  mountToken: () => boolean;
   /** The pause between lookups of a `default` account not there yet (default 100-200 ms). */
   retryIntervalMs?: number;
 }
@@ -173,7 +180,7 @@ export function serviceAccountAdmission(deps: ServiceAccountAdmissionDeps): Admi
       const sa = await lookup(a.namespace, spec['serviceAccountName'] as string);
       // A missing account is refused in validation, after NamespaceLifecycle had its say.
       if (!sa) return;
-      if (shouldAutomount(sa, spec)) mountServiceAccountToken(spec);
+      if (deps.mountToken() && shouldAutomount(sa, spec)) mountServiceAccountToken(spec);
       const pull = objects(sa['imagePullSecrets']);
       if (objects(spec['imagePullSecrets']).length === 0 && pull.length > 0) spec['imagePullSecrets'] = pull.map((r) => ({ name: str(r['name']) }));
     },
