@@ -1,7 +1,7 @@
 /**
  * The server's logger, as Kubernetes' klog and component-base/logs: -v levels, --vmodule, the text format
  * (klog lines `I1122 04:35:12.345678   12345 file.ts:123] message`) and the JSON format
- * (`{"ts":1700000000.123456,"caller":"file.ts:123","msg":"message","v":0}`), buffered output flushed at least
+ * (`{"ts":1700000000123.456,"caller":"file.ts:123","msg":"message","v":0}`, ts in milliseconds), buffered output flushed at least
  * every --log-flush-frequency, and --experimental-logging-sanitization.
  *
  * A Logger is a value handed down to whoever logs (never a global); it is also callable, `log(message)`
@@ -206,7 +206,8 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   const emit = (severity: 'I' | 'W' | 'E', level: number, message: string, kv: unknown[], site: { file: string; line: string }) => {
     const pairs = cleanKV(kv);
     if (format === 'json') {
-      const entry: Record<string, unknown> = { ts: Math.round(now() * 1000) / 1e6, caller: `${site.file}:${site.line}`, msg: message };
+      // ts: milliseconds since the epoch as a float (component-base's epochMillisTimeEncoder).
+      const entry: Record<string, unknown> = { ts: Math.round(now() * 1000) / 1000, caller: `${site.file}:${site.line}`, msg: message };
       if (severity !== 'E') entry.v = level;
       for (let i = 0; i + 1 < pairs.length; i += 2) entry[String(pairs[i])] = jsonValue(pairs[i + 1]);
       if (pairs.length % 2 === 1) entry['(MISSING)'] = jsonValue(pairs[pairs.length - 1]);

@@ -126,7 +126,8 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     const serving = entries.find((e) => String(e.msg).startsWith('Serving securely'))!;
     assert.equal(typeof serving.ts, 'number');
-    assert.ok(Math.abs((serving.ts as number) - Date.now() / 1000) < 600);
+    // Milliseconds since the epoch, as a float (component-base's epochMillisTimeEncoder).
+    assert.ok(Math.abs((serving.ts as number) - Date.now()) < 600_000, String(serving.ts));
     assert.equal(serving.v, 0);
     assert.match(String(serving.caller), /^[^ :]+:\d+$/);
     assert.deepEqual(Object.keys(serving).slice(0, 3), ['ts', 'caller', 'msg']);
