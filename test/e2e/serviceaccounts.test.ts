@@ -127,6 +127,12 @@ describe('service accounts', { skip: kubectlPath() ? false : 'kubectl is not ins
       groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated'],
     });
     assert.deepEqual(status['audiences'], [ISSUER, OLD_ISSUER]);
+
+    // A --token-auth-file token knows no audiences: it is good for the API audiences only.
+    const admin = await review(c.token);
+    assert.equal(admin['user'].username, 'admin');
+    assert.deepEqual(admin['audiences'], [ISSUER, OLD_ISSUER]);
+    assert.equal((await review(c.token, ['vault']))['error'], 'invalid bearer token');
   });
 
   it('enforces audiences and durations', async () => {
@@ -247,6 +253,11 @@ describe('service accounts', { skip: kubectlPath() ? false : 'kubectl is not ins
     assert.equal(made.code, 0, made.stderr);
     const mine = await until('my-token to get a token', async () => ((await getJson(['secret', 'my-token']))['data'] as Json | undefined)?.['token'] as string | undefined);
     assert.equal((await review(Buffer.from(mine, 'base64').toString()))['authenticated'], true);
+    // A token bound to that secret lives as long as the secret.
+    const bound = await createToken(['default', '--bound-object-kind', 'Secret', '--bound-object-name', 'my-token']);
+    assert.equal((await review(bound))['authenticated'], true);
+    assert.equal((await c.kubectl(['delete', 'secret', 'my-token'])).code, 0);
+    assert.equal((await review(bound))['error'], 'service account token has been invalidated');
 
     const del = await c.kubectl(['delete', 'secret', secretName]);
     assert.equal(del.code, 0, del.stderr);
