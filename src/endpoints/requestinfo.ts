@@ -5,6 +5,7 @@
  *   /apis/{group}/{version}/namespaces/{ns}/{resource}/{name}/...  (named groups)
  *   /api/v1/watch/... (deprecated watch paths)
  */
+import { tryParseSelector } from '../util/fields.js';
 
 export interface RequestInfo {
   isResourceRequest: boolean;
@@ -29,6 +30,16 @@ export function parseBoolParam(v: string | null | undefined): boolean | undefine
   if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
   if (['0', 'f', 'F', 'FALSE', 'false', 'False', ''].includes(v)) return false;
   return undefined;
+}
+
+/** The name a field selector requires exactly (metadata.name=x), when it is a valid path segment; else ''. */
+function selectedName(selector: string | null): string {
+  if (!selector) return '';
+  const parsed = tryParseSelector(selector);
+  if (parsed instanceof Error) return '';
+  const name = parsed.requiresExactMatch('metadata.name');
+  if (name === undefined || name === '.' || name === '..' || name.includes('/') || name.includes('%')) return '';
+  return name;
 }
 
 export function requestInfo(method: string, path: string, query: URLSearchParams): RequestInfo {
@@ -96,9 +107,11 @@ export function requestInfo(method: string, path: string, query: URLSearchParams
   if (parts.length >= 2) info.name = parts[1]!;
   if (parts.length >= 1) info.resource = parts[0]!;
   if (parts.length >= 4) info.isResourceRequest = false;
-  // A GET of a collection is a list, or a watch with ?watch=true.
+  // A GET of a collection is a list, or a watch with ?watch=true; a metadata.name field selector names the
+  // object (so that authorizers can allow a list or watch of one object).
   if (info.name === '' && info.verb === 'get') {
     info.verb = parseBoolParam(query.get('watch')) ? 'watch' : 'list';
+    info.name = selectedName(query.get('fieldSelector'));
   }
   if (info.name === '' && info.verb === 'delete') info.verb = 'deletecollection';
   return info;

@@ -306,6 +306,9 @@ describe('RBAC and Node authorization through kubectl', () => {
     await ok(['create', '-f', '-'], JSON.stringify(pod));
     await eventually(async () => assert.equal((await as('node', ['get', 'secret', 's1', '-n', 'proj'])).code, 0));
     assert.equal((await as('node', ['get', 'configmap', 'c1', '-n', 'proj'])).code, 0);
+    // A list or watch of one object (a metadata.name field selector, as kubelet watches secrets) names it.
+    assert.equal((await as('node', ['get', 'secrets', '-n', 'proj', '--field-selector=metadata.name=s1'])).code, 0);
+    assert.match(await fails('node', ['get', 'secrets', '-n', 'proj', '--field-selector=metadata.name=s2']), /cannot list resource "secrets" .*: no relationship found between node 'n1' and this object$/);
     assert.equal(
       await fails('node', ['get', 'secret', 's2', '-n', 'proj']),
       `Error from server (Forbidden): secrets "s2" is forbidden: User "system:node:n1" cannot get resource "secrets" in API group "" in the namespace "proj": no relationship found between node 'n1' and this object`,
