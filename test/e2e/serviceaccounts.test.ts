@@ -220,6 +220,26 @@ describe('service accounts', { skip: kubectlPath() ? false : 'kubectl is not ins
       'authentication.kubernetes.io/pod-name': ['bound-pod'],
       'authentication.kubernetes.io/pod-uid': [pod['metadata'].uid],
     });
+    // The projected volume's request (3607 s, bound to the pod, API audiences) gets a year, warning after 3607 s.
+    const projected = await c.request('POST', '/api/v1/namespaces/default/serviceaccounts/default/token', {
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: 3607, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'bound-pod', uid: pod['metadata'].uid } },
+      },
+    });
+    assert.equal(projected.status, 201, projected.text);
+    const answer = projected.json as Json;
+    const extended = decodeJwt(answer['status'].token as string);
+    assert.equal((extended.exp ?? 0) - (extended.iat ?? 0), 365 * 24 * 3600);
+    assert.equal((extended['kubernetes.io'] as Json)['warnafter'], (extended.iat ?? 0) + 3607);
+    assert.equal(Date.parse(answer['status'].expirationTimestamp as string) / 1000, (extended.iat ?? 0) + 3607);
+    assert.deepEqual(answer['spec'].audiences, [ISSUER, OLD_ISSUER]);
+    const wrongUid = await c.request('POST', '/api/v1/namespaces/default/serviceaccounts/default/token', {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'bound-pod', uid: 'x' } } },
+    });
+    assert.equal(wrongUid.status, 409);
+    assert.match((wrongUid.json as Json)['message'] as string, /^Operation cannot be fulfilled on Pod "bound-pod": the UID in the bound object reference \(x\) does not match/);
     const wrongKind = await c.kubectl(['create', 'token', 'default', '--bound-object-kind', 'Secret', '--bound-object-name', 'nope']);
     assert.match(wrongKind.stderr, /secrets "nope" not found/);
     const deleted = await c.kubectl(['delete', 'pod', 'bound-pod', '--grace-period=0', '--force']);
