@@ -24,6 +24,8 @@ export class ObjectCache {
   private closeWatch: (() => void) | undefined;
   private readonly unobserve: () => void;
   private readonly listeners = new Set<CacheListener>();
+  /** Memoized answers of list(), by namespace ('*' for all); cleared on every change. */
+  private readonly lists = new Map<string, KObject[]>();
 
   constructor(private readonly store: ResourceStore) {
     // The observer names the object only; a namespaced kind's deletion (no object) is left to the watch.
@@ -53,8 +55,10 @@ export class ObjectCache {
     return this.entries.get(`${namespace}/${name}`)?.obj ?? undefined;
   }
 
-  /** Every object, or those of one namespace, sorted by namespace and name. */
-  list(namespace?: string): KObject[] {
+  /** Every object, or those of one namespace, sorted by namespace and name. The array must not be changed. */
+  list(namespace?: string): readonly KObject[] {
+    const memo = this.lists.get(namespace ?? '*');
+    if (memo) return memo;
     const out: KObject[] = [];
     const keys = [...this.entries.keys()].sort();
     for (const k of keys) {
@@ -63,6 +67,7 @@ export class ObjectCache {
       if (namespace !== undefined && (e.obj.metadata?.namespace ?? '') !== namespace) continue;
       out.push(e.obj);
     }
+    this.lists.set(namespace ?? '*', out);
     return out;
   }
 
@@ -76,6 +81,7 @@ export class ObjectCache {
     const known = this.entries.get(key);
     if (known && known.revision > revision) return;
     this.entries.set(key, { revision, obj });
+    this.lists.clear();
     for (const l of this.listeners) l(key, obj, known?.obj ?? null);
   }
 
