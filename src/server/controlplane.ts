@@ -21,7 +21,7 @@ import type { ServerOptions } from './options.js';
 import { createApiServer, type ApiServer, type ServerConfig } from './server.js';
 import { agentTransportFrom, kindSettingsFrom } from './kindsettings.js';
 import { createLogger, type LogFormat, type Logger } from '../util/log.js';
-import { instrumentStorage, registerStorageMetrics } from './metrics.js';
+import { instrumentStorage, registerStorageMetrics } from './storage-metrics.js';
 import { servedKinds } from './runtimeconfig.js';
 import { startIdentityLease } from './identity.js';
 import { auditConfigFrom } from './audit.js';
