@@ -665,7 +665,7 @@ export const AGENT_FLAGS = [
       'duration',
       '4h0m0s',
       'Idle time before a streaming connection closes; 0 none; every connection has a 4-hour maximum duration.',
-      { configField: 'streamingConnectionIdleTimeout' },
+      { status: S, configField: 'streamingConnectionIdleTimeout', validate: nonNegative },
     ),
     flag('sync-frequency', 'duration', '1m0s', 'Maximum period between syncs of containers and config.', {
       status: S,

@@ -103,6 +103,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     enableDebuggingHandlers: options.enableDebuggingHandlers,
     anonymousAuth: options.anonymousAuth,
     certDir: options.certDir,
+    streamingIdleTimeoutMs: options.streamingConnectionIdleTimeout,
     ...(options.clientCaFile !== undefined ? { clientCA: await readFile(options.clientCaFile, 'utf8') } : {}),
     ...(options.tlsCertFile !== undefined ? { tlsCertFile: options.tlsCertFile } : {}),
     ...(options.tlsPrivateKeyFile !== undefined ? { tlsPrivateKeyFile: options.tlsPrivateKeyFile } : {}),

@@ -3,6 +3,8 @@
  * as one of its declared body kinds and calls the declaration; a connector asks the declaration where the
  * answer lives and streams it back from there (pods/log from the node agent) over HTTPS, verifying the
  * agent's certificate only when a CA is configured, and presenting a client certificate when one is.
+ * A connector that requires an upgrade (exec, attach, portforward) has its upgraded connection proxied
+ * to the location (streaming.ts).
  */
 import { request as httpsRequest } from 'node:https';
 import type { IncomingMessage } from 'node:http';
@@ -13,6 +15,7 @@ import { REF_PREFIX, type Definitions } from '../registry/schema.js';
 import { canEncodeProtobuf, decodeKubernetesProtobuf } from '../registry/protobuf.js';
 import { bodyFormat, readBody } from './body.js';
 import type { ApiRequest, ApiResponse } from './http.js';
+import { isUpgradeRequest, proxyUpgrade, upgradeConnection } from './streaming.js';
 
 /** How the server reaches node agents (--orchlet-certificate-authority, --orchlet-client-certificate/key, --orchlet-timeout). */
 export interface AgentTransport {
@@ -92,6 +95,7 @@ export async function serveConnector(
   query: URLSearchParams,
   transport: AgentTransport,
 ): Promise<void> {
+  if (connector.upgradeRequired) return serveUpgradeConnector(req, res, connector, ctx, name, query, transport);
   const loc = await connector.location(ctx, name, query);
   if (!loc) {
     res.statusCode = 200;
@@ -141,4 +145,24 @@ export async function serveConnector(
     if (!out.write(chunk as Buffer)) await new Promise<void>((r) => out.once('drain', r));
   }
   res.end();
+}
+
+/**
+ * A connector that requires an upgrade: the location is checked first (its errors are the answer), then a
+ * request without an Upgrade header gets 400 "Upgrade request required", and an upgrade is proxied.
+ */
+async function serveUpgradeConnector(
+  req: ApiRequest,
+  res: ApiResponse,
+  connector: ConnectorSubresource,
+  ctx: SubresourceContext,
+  name: string,
+  query: URLSearchParams,
+  transport: AgentTransport,
+): Promise<void> {
+  const loc = await connector.location(ctx, name, query);
+  const conn = upgradeConnection(req);
+  if (!isUpgradeRequest(req) || !conn) throw apiErrors.badRequest('Upgrade request required');
+  if (!loc) throw apiErrors.internal(`${name} has nowhere to connect to`);
+  await proxyUpgrade(req, res, conn, loc.url, transport);
 }

@@ -150,7 +150,10 @@ export function kindSubresources(kind: KindDecl): SubresourceInfo[] {
     const other = b.group !== kind.group || b.version !== kind.version;
     out.push({ name, verbs: ['create'], type: 'action', kind: { ...(other ? { group: b.group, version: b.version } : {}), kind: b.kind, definition: b.definition } });
   }
-  for (const [name, c] of Object.entries(kind.connectors ?? {})) out.push({ name, verbs: [...c.verbs], type: 'connect' });
+  for (const [name, c] of Object.entries(kind.connectors ?? {})) {
+    const options = c.options ? { kind: { kind: c.options.kind, definition: '' } } : {};
+    out.push({ name, verbs: [...c.verbs], type: 'connect', ...options });
+  }
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 

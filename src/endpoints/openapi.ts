@@ -335,6 +335,28 @@ function kindRoutes(kind: KindDecl): Route[] {
       });
       continue;
     }
+    const options = sub.type === 'connect' ? kind.connectors?.[sub.name]?.options : undefined;
+    if (options) {
+      // Connecters with an options kind (exec, attach, portforward): one connect operation per method.
+      const params = [...itemParams, ...options.params.map((o) => query(o.name, o.type, o.description))];
+      for (const method of (['get', 'post'] as const).filter((m) => subVerbs.has(m === 'get' ? 'get' : 'create'))) {
+        const M = method === 'get' ? 'Get' : 'Post';
+        routes.push({
+          path: subPath,
+          method,
+          action: 'connect',
+          operationId: `connect${infix}${M}${capitalize(ns + K + Sub)}`,
+          description: `connect ${method.toUpperCase()} requests to ${sub.name} of ${K}`,
+          consumes: ['*/*'],
+          produces: ['*/*'],
+          params,
+          responses: [['200', 'OK', undefined], UNAUTHORIZED],
+          tags: [tag],
+          gvk: { group: kind.group, kind: options.kind, version: kind.version },
+        });
+      }
+      continue;
+    }
     if (sub.type === 'connect') {
       route({
         path: subPath,

@@ -162,12 +162,33 @@ export interface ConnectLocation {
   contentType: string;
 }
 
+/** A query parameter of a connector's options, as OpenAPI lists it. */
+export interface ConnectorParam {
+  name: string;
+  type: 'string' | 'boolean' | 'integer';
+  description: string;
+}
+
+/** The options kind of a connector (core/v1 PodExecOptions and friends). */
+export interface ConnectorOptions {
+  kind: string;
+  params: ConnectorParam[];
+}
+
 /**
  * A subresource answered by another server (Kubernetes' connecters: pods/log). `location` says where, or
  * null when there is nothing to read (an empty answer); it throws a StatusError for bad requests.
  */
 export interface ConnectorSubresource {
   verbs: string[];
+  /**
+   * The request must ask for a protocol upgrade (SPDY/3.1 or WebSocket: exec, attach, portforward): the
+   * upgraded connection is proxied to the location byte for byte, and a request without an Upgrade header
+   * is refused with 400 "Upgrade request required" (Kubernetes' UpgradeAwareHandler with UpgradeRequired).
+   */
+  upgradeRequired?: boolean;
+  /** The options kind discovery and OpenAPI name (e.g. PodExecOptions) with its query parameters; default the parent kind and PodLogOptions' parameters. */
+  options?: ConnectorOptions;
   /** The definition of the options the query carries (discovery's kind is the parent's). */
   location(ctx: SubresourceContext, name: string, query: URLSearchParams): Promise<ConnectLocation | null>;
 }

@@ -8,6 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createSecureServer, type Http2SecureServer, type SecureServerOptions, type ServerHttp2Session } from 'node:http2';
 import { isIPv6, type AddressInfo, type ListenOptions, type Socket } from 'node:net';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TLSSocket } from 'node:tls';
@@ -35,6 +36,7 @@ import { withImpersonation } from '../filters/impersonation.js';
 import { withAudit, withAuditID, withFailedAuthenticationAudit, type AuditConfig, type AuditDeps } from '../filters/audit/index.js';
 import { buildAudit, type ServerAudit } from './audit.js';
 import { getAuditRecorder } from '../endpoints/http.js';
+import { registerUpgrade } from '../endpoints/streaming.js';
 import { recordTermination, withRequestMetrics, type RequestMetricsSink } from '../filters/metrics.js';
 import { withCompression, withConnectionThrottle } from '../filters/throttle.js';
 import { withHTTPLogging } from '../filters/httplog.js';
@@ -760,6 +762,24 @@ class Listener {
       if (!('stream' in req)) this.track(req.socket, res);
       void Promise.resolve(handle(req, res)).catch(() => undefined);
     });
+    server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => this.upgrade(req, socket, head, handle));
+  }
+
+  /**
+   * An HTTP/1.1 request asking for a protocol upgrade (exec, attach, port-forward) goes through the whole
+   * chain with a response bound to its socket; a handler may take the socket over (src/endpoints/streaming.ts),
+   * any other answer ends the connection once written.
+   */
+  private upgrade(req: IncomingMessage, socket: Socket, head: Buffer, handle: Handler): void {
+    const res = new ServerResponse(req);
+    res.shouldKeepAlive = false;
+    res.assignSocket(socket);
+    const conn = registerUpgrade(req, socket, head);
+    socket.on('error', () => socket.destroy());
+    res.once('finish', () => {
+      if (!conn.hijacked) socket.end();
+    });
+    void Promise.resolve(handle(req, res)).catch(() => undefined);
   }
 
   /** Counts an HTTP/1.1 request on its socket, so that a closing listener ends the socket once idle. */

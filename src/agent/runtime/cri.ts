@@ -28,6 +28,7 @@ import {
   type ContainerStatus,
   type ContainerSummary,
   type ExecSyncResult,
+  type StreamOptions,
   type ImageInfo,
   type ImageService,
   type PodSandbox,
@@ -391,6 +392,20 @@ export class CriRuntime implements Runtime {
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult> {
     const r = await criCall(this.client.execSync(id, cmd, timeoutSeconds));
     return { stdout: Buffer.from(r.stdout), stderr: Buffer.from(r.stderr), exitCode: r.exitCode };
+  }
+
+  // --- streaming: the runtime's own streaming server serves exec, attach and port-forward ----------
+
+  async getExecURL(id: string, cmd: string[], o: StreamOptions): Promise<string> {
+    return criCall(this.client.exec(id, cmd, { tty: o.tty, stdin: o.stdin, stdout: o.stdout, stderr: o.stderr && !o.tty }));
+  }
+
+  async getAttachURL(id: string, o: StreamOptions): Promise<string> {
+    return criCall(this.client.attach(id, { tty: o.tty, stdin: o.stdin, stdout: o.stdout, stderr: o.stderr && !o.tty }));
+  }
+
+  async getPortForwardURL(podSandboxId: string, ports: number[]): Promise<string> {
+    return criCall(this.client.portForward(podSandboxId, ports));
   }
 
   // --- events ---------------------------------------------------------------------------------

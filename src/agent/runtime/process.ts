@@ -14,6 +14,8 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { CriLogWriter } from './crilog.js';
 import { resolveIdentity } from './identity.js';
 import { launch, signalGroup, type ContainerProcess } from './launcher.js';
+import { attachToOutputs, dialHostPort, startExecSession } from './process-streaming.js';
+import type { Duplex } from 'node:stream';
 import {
   RuntimeError,
   type ContainerConfig,
@@ -21,6 +23,9 @@ import {
   type ContainerFilter,
   type ContainerStatus,
   type ContainerSummary,
+  type AttachSession,
+  type ExecSession,
+  type StreamOptions,
   type PodSandbox,
   type PodSandboxConfig,
   type Runtime,
@@ -271,6 +276,33 @@ export class ProcessRuntime implements Runtime {
     this.closed = true;
     await Promise.all([...this.containers.keys()].map((id) => this.stopContainer(id, gracePeriodSeconds)));
     for (const rec of this.sandboxes.values()) rec.sandbox.state = 'SANDBOX_NOTREADY';
+  }
+
+  // --- streaming: the agent serves the protocols; these are the container side (process-streaming.ts) ---
+
+  async execStream(id: string, cmd: string[], options: StreamOptions): Promise<ExecSession> {
+    const rec = this.runningRecord(id);
+    const env: Record<string, string> = { HOSTNAME: rec.sandboxConfig.hostname ?? rec.sandboxConfig.metadata.name };
+    for (const kv of rec.config.envs) env[kv.key] = kv.value;
+    return startExecSession({ argv: cmd, env, cwd: rec.config.workingDir ?? '/', uid: rec.uid, gid: rec.gid }, options);
+  }
+
+  async attachStream(id: string, options: StreamOptions): Promise<AttachSession> {
+    const rec = this.runningRecord(id);
+    const child = rec.child!;
+    const exited = rec.exited!.then(() => rec.status.exitCode ?? 0);
+    return attachToOutputs({ stdout: child.stdout, stderr: child.stderr }, exited, options);
+  }
+
+  async portForwardDial(podSandboxId: string, port: number): Promise<Duplex> {
+    this.sandboxRecord(podSandboxId);
+    return dialHostPort(port);
+  }
+
+  private runningRecord(id: string): ContainerRecord {
+    const rec = this.containerRecord(id);
+    if (rec.status.state !== 'CONTAINER_RUNNING' || !rec.child || !rec.exited) throw new RuntimeError('InvalidState', `container ${id} is not running`);
+    return rec;
   }
 
   /** The pid of a running container's main process (for tests and diagnostics). */

@@ -8,6 +8,8 @@
 // Conventions: ids are opaque strings; times are Date objects; calls on unknown ids reject with
 // RuntimeError code 'NotFound'; stop and remove calls are idempotent.
 
+import type { Duplex, Readable, Writable } from 'node:stream';
+
 export interface KeyValue {
   key: string;
   value: string;
@@ -229,6 +231,38 @@ export interface ExecSyncResult {
   exitCode: number;
 }
 
+/** The streams of an exec or attach session (kubelet's remotecommand options); stderr is merged into stdout under a tty. */
+export interface StreamOptions {
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+  tty: boolean;
+}
+
+/** A command started in a running container for an interactive session (runtimes without a streaming server). */
+export interface ExecSession {
+  stdin: Writable | null;
+  stdout: Readable | null;
+  /** Null under a tty (merged into stdout) or when not asked for. */
+  stderr: Readable | null;
+  /** Resolves with the exit code (128 + the signal number when a signal ended it). */
+  exited: Promise<number>;
+  /** Ends the command (the client went away). */
+  kill(): void;
+}
+
+/** A running container's own streams, joined for as long as the client stays (attach). */
+export interface AttachSession {
+  /** Null when the container has no stdin open (spec.containers[].stdin) or it was not asked for. */
+  stdin: Writable | null;
+  stdout: Readable | null;
+  stderr: Readable | null;
+  /** Resolves with the container's exit code once it has exited. */
+  exited: Promise<number>;
+  /** Leaves the container running and ends the session's streams. */
+  detach(): void;
+}
+
 export interface Runtime {
   /**
    * True for runtimes that run containers from their images in their own namespaces (CRI): the
@@ -240,6 +274,20 @@ export interface Runtime {
   readonly images?: ImageService;
   /** Runs a command in a running container (exec probes); runtimes that cannot leave it unset. */
   execSync?(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult>;
+
+  /**
+   * Streaming (kubectl exec, attach, port-forward). Runtimes with a streaming server of their own (CRI)
+   * give the URL the agent proxies the client's upgraded connection to; runtimes without one give the
+   * sessions (execStream, attachStream, portForwardDial) and the agent speaks the protocols itself. Unset:
+   * the runtime cannot stream. Rejects with NotFound for an unknown id, InvalidState when not running.
+   */
+  getExecURL?(id: string, cmd: string[], options: StreamOptions): Promise<string>;
+  getAttachURL?(id: string, options: StreamOptions): Promise<string>;
+  getPortForwardURL?(podSandboxId: string, ports: number[]): Promise<string>;
+  execStream?(id: string, cmd: string[], options: StreamOptions): Promise<ExecSession>;
+  attachStream?(id: string, options: StreamOptions): Promise<AttachSession>;
+  /** A TCP connection to `port` inside the sandbox's network. */
+  portForwardDial?(podSandboxId: string, port: number): Promise<Duplex>;
 
   version(): Promise<RuntimeVersion>;
 

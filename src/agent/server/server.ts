@@ -3,17 +3,21 @@
 // --healthz-bind-address:--healthz-port. Handlers:
 //   all three    /healthz
 //   main, r/o    /pods (PodList of the pods the agent runs), /stats/summary
-//   main only    with --enable-debugging-handlers: /containerLogs/{ns}/{pod}/{container}, /runningpods/;
+//   main only    with --enable-debugging-handlers: /containerLogs/{ns}/{pod}/{container}, /runningpods/,
+//                /exec/, /attach/ and /portForward/ (streaming.ts: upgraded connections);
 //                always: /manifests (the agent's manifest endpoint, see the README)
 // Authentication on the main server: a client certificate signed by --client-ca-file (its CN is the
 // user), else anonymous when --anonymous-auth, else 401. Authorization: AlwaysAllow.
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { Pod } from '../types.js';
 import type { Json } from '../client/client.js';
 import { streamLog, type LogOptions } from './logs.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { isStreamingPath, refuseUpgrade, serveStreamingRequest, serveStreamingUpgrade } from './streaming.js';
 
 export interface LogTarget {
   path: string;
@@ -38,6 +42,8 @@ export interface ServerHost {
   /** Where the log of `container` is, or the message of a 400 answer. */
   logTarget(pod: Pod, container: string, previous: boolean): Promise<LogTarget | string>;
   manifests?: ManifestStore;
+  /** The runtime, for exec, attach and port-forward (streaming.ts). */
+  readonly runtime?: Runtime;
 }
 
 export interface AgentServerOptions {
@@ -53,6 +59,8 @@ export interface AgentServerOptions {
   clientCA?: string;
   cert: string;
   key: string;
+  /** --streaming-connection-idle-timeout in ms (default 4 h; 0: none). */
+  streamingIdleTimeoutMs?: number;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
@@ -114,6 +122,8 @@ export class AgentServers {
   private main: Server | undefined;
   private readOnly: Server | undefined;
   private health: Server | undefined;
+  /** Upgraded (streaming) connections, which the servers no longer track; ended by stop(). */
+  private readonly upgraded = new Set<Duplex>();
 
   constructor(
     private readonly host: ServerHost,
@@ -138,6 +148,7 @@ export class AgentServers {
         { cert: this.o.cert, key: this.o.key, ...(this.o.clientCA !== undefined ? { ca: this.o.clientCA, requestCert: true, rejectUnauthorized: false } : {}) },
         (req, res) => this.serve(req, res, routes, true),
       );
+      this.main.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
       await listen(this.main, this.o.port, this.o.address);
       if (this.o.readOnlyPort > 0) {
         const ro = this.routes(false);
@@ -152,6 +163,7 @@ export class AgentServers {
   }
 
   async stop(): Promise<void> {
+    for (const s of this.upgraded) s.destroy();
     await Promise.all([this.main, this.readOnly, this.health].filter((s): s is Server => s !== undefined).map((s) => close(s)));
   }
 
@@ -166,6 +178,7 @@ export class AgentServers {
       r.set('/runningpods', running);
       r.set('/runningpods/', running);
       r.set('/containerLogs/', (req, res, url) => this.containerLogs(req, res, url));
+      for (const p of ['/exec/', '/attach/', '/portForward/']) r.set(p, (req, res) => serveStreamingRequest(this.host, req, res));
     }
     if (main && this.host.manifests) r.set('/manifests', (req, res, url) => this.manifests(req, res, url));
     return r;
@@ -185,6 +198,18 @@ export class AgentServers {
       return;
     }
     Promise.resolve(handler(req, res, url)).catch((err: unknown) => send(res, 500, `Internal Error: ${err instanceof Error ? err.message : String(err)}`));
+  }
+
+  /** An upgrade request on the main server: exec, attach and port-forward (with the debugging handlers). */
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.upgraded.add(socket);
+    socket.once('close', () => this.upgraded.delete(socket));
+    socket.on('error', () => socket.destroy());
+    if (!this.authenticated(req)) return refuseUpgrade(socket, 401, 'Unauthorized');
+    const path = new URL(req.url ?? '/', 'http://agent').pathname;
+    if (!this.o.enableDebuggingHandlers || !isStreamingPath(path)) return refuseUpgrade(socket, 404, '404 page not found');
+    const o = { idleTimeoutMs: this.o.streamingIdleTimeoutMs ?? 4 * 3600_000 };
+    void serveStreamingUpgrade(this.host, req, socket, head, o).catch(() => socket.destroy());
   }
 
   private authenticated(req: IncomingMessage): boolean {

@@ -266,6 +266,24 @@ export class CriClient {
     return this.runtime.call('ExecSync', { containerId, cmd, timeout }, timeout === 0 ? undefined : this.timeoutMs + timeout * 1000);
   }
 
+  /** Prepares a streaming exec; resolves with the URL of the runtime's streaming server that serves it. */
+  async exec(containerId: string, cmd: string[], o: { tty: boolean; stdin: boolean; stdout: boolean; stderr: boolean }): Promise<string> {
+    const r = await this.runtime.call<{ url: string }>('Exec', { containerId, cmd, ...o }, this.timeoutMs);
+    return r.url;
+  }
+
+  /** Prepares a streaming attach; resolves with the streaming server's URL. */
+  async attach(containerId: string, o: { tty: boolean; stdin: boolean; stdout: boolean; stderr: boolean }): Promise<string> {
+    const r = await this.runtime.call<{ url: string }>('Attach', { containerId, ...o }, this.timeoutMs);
+    return r.url;
+  }
+
+  /** Prepares a port forward into a sandbox; resolves with the streaming server's URL. */
+  async portForward(podSandboxId: string, port: number[]): Promise<string> {
+    const r = await this.runtime.call<{ url: string }>('PortForward', { podSandboxId, port }, this.timeoutMs);
+    return r.url;
+  }
+
   // --- ImageService ---------------------------------------------------------------------------
 
   async listImages(image?: string): Promise<cri.Image[]> {

@@ -8,7 +8,8 @@
  *   - graceful deletion (CheckGracefulDelete): the requested grace period, else the pod's
  *     terminationGracePeriodSeconds; 0 for a pod not bound to a node or already terminal;
  *   - field selectors: ToSelectableFields; table: printPod (table.ts);
- *   - pods/binding and pods/eviction (actions.ts), pods/log (log.ts).
+ *   - pods/binding and pods/eviction (actions.ts), pods/log (log.ts), pods/exec, pods/attach and
+ *     pods/portforward (streaming.ts).
  */
 import type { KObject, KindDecl, StrategyContext, SubresourceStrategy } from '../../kind.js';
 import { tryParseQuantity } from '../../../util/quantity.js';
@@ -17,6 +18,7 @@ import { POD_DEFINITIONS } from './definitions.js';
 import { POD_COLUMNS } from './table.js';
 import { bindingAction, evictionAction } from './actions.js';
 import { logConnector } from './log.js';
+import { attachConnector, execConnector, portForwardConnector } from './streaming.js';
 import { validatePodCreate, validatePodStatusUpdate, validatePodUpdate } from './validation.js';
 import type { FieldError } from '../../../util/validation.js';
 
@@ -190,5 +192,5 @@ export const podKind: KindDecl = {
   },
   subresources: { status: statusStrategy },
   actions: { binding: bindingAction, eviction: evictionAction },
-  connectors: { log: logConnector },
+  connectors: { attach: attachConnector, exec: execConnector, log: logConnector, portforward: portForwardConnector },
 };

@@ -1,0 +1,117 @@
+// The WebSocket channel protocols of exec and attach (Kubernetes' remotecommand over WebSocket), for
+// runtimes whose streams the agent serves itself (the process runtime). kubectl 1.30 and later offer
+// v5.channel.k8s.io first; v4.channel.k8s.io is served too.
+//
+// Every binary message starts with its channel: 0 stdin, 1 stdout, 2 stderr, 3 error (the final
+// metav1.Status as JSON: Success, or Failure with reason NonZeroExitCode and the exit code as the
+// message of the cause ExitCode), 4 resize (ignored: the process runtime has no terminal), and in v5
+// 255 close (the client closed the channel in its second byte: 0 ends the command's stdin). The agent
+// first sends an empty message on stdout (else stderr, else error) to say the streams are ready, and
+// closes the connection after the status. Port-forward over WebSocket (SPDY/3.1+portforward.k8s.io)
+// is refused, so that kubectl falls back to SPDY.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex, Readable } from 'node:stream';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import type { AttachSession, ExecSession, Runtime } from '../runtime/runtime.js';
+import type { StreamingOptions, StreamTarget } from './streaming.js';
+import { exitStatus, internalStatus, SUCCESS_STATUS } from './streaming-status.js';
+
+export const CHANNEL_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
+
+const STDIN = 0;
+const STDOUT = 1;
+const STDERR = 2;
+const ERROR = 3;
+const CLOSE = 255;
+
+/** The protocol the agent picks from the client's offer (the first it supports), if any. */
+export function websocketProtocolOf(req: IncomingMessage, kind: StreamTarget['kind']): string | undefined {
+  if (kind === 'portForward') return undefined;
+  const header = req.headers['sec-websocket-protocol'] ?? '';
+  return header
+    .split(',')
+    .map((p) => p.trim())
+    .find((p) => CHANNEL_PROTOCOLS.includes(p));
+}
+
+/** Closes the connection once nothing went either way for `ms` (0: never); returns the activity mark. */
+function idleTimer(ms: number, close: () => void): { touch: () => void; stop: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const touch = (): void => {
+    if (ms <= 0) return;
+    clearTimeout(timer);
+    timer = setTimeout(close, ms);
+    timer.unref();
+  };
+  touch();
+  return { touch, stop: () => clearTimeout(timer) };
+}
+
+/** Sends a stream's data on a channel, pausing it while the socket's buffer is full; resolves at its end. */
+function pump(ws: WebSocket, channel: number, stream: Readable, touch: () => void): Promise<void> {
+  return new Promise((resolve) => {
+    stream.on('data', (chunk: Buffer) => {
+      touch();
+      if (ws.readyState !== ws.OPEN) return;
+      const full = ws.bufferedAmount > 1 << 20;
+      if (full) stream.pause();
+      ws.send(Buffer.concat([Buffer.from([channel]), chunk]), () => {
+        if (full) stream.resume();
+      });
+    });
+    stream.once('end', () => resolve());
+    stream.once('close', () => resolve());
+    stream.once('error', () => resolve());
+  });
+}
+
+async function startSession(runtime: Runtime, t: Extract<StreamTarget, { kind: 'exec' | 'attach' }>): Promise<ExecSession | AttachSession> {
+  if (t.kind === 'exec') {
+    if (!runtime.execStream) throw new Error('the runtime cannot exec');
+    return runtime.execStream(t.containerId, t.cmd, t.options);
+  }
+  if (!runtime.attachStream) throw new Error('the runtime cannot attach');
+  return runtime.attachStream(t.containerId, t.options);
+}
+
+/** Upgrades to WebSocket and runs the exec or attach session over the channel protocol. */
+export async function serveWebSocketStream(req: IncomingMessage, socket: Duplex, head: Buffer, runtime: Runtime, target: StreamTarget, o: StreamingOptions): Promise<void> {
+  if (target.kind === 'portForward') throw new Error('port-forward is not served over WebSocket');
+  const protocol = websocketProtocolOf(req, target.kind)!;
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, handleProtocols: () => protocol });
+  const ws = await new Promise<WebSocket>((resolve) => wss.handleUpgrade(req, socket, head, resolve));
+  const idle = idleTimer(o.idleTimeoutMs, () => ws.terminate());
+  const sendStatus = (status: object): void => {
+    if (ws.readyState === ws.OPEN) ws.send(Buffer.concat([Buffer.from([ERROR]), Buffer.from(JSON.stringify(status))]));
+  };
+  const { options } = target;
+  ws.send(Buffer.from([options.stdout ? STDOUT : options.stderr ? STDERR : ERROR]));
+  let session: ExecSession | AttachSession;
+  try {
+    session = await startSession(runtime, target);
+  } catch (err) {
+    sendStatus(internalStatus(`error executing command in container: ${err instanceof Error ? err.message : String(err)}`));
+    ws.close(1000);
+    idle.stop();
+    return;
+  }
+  const end = (): void => ('kill' in session ? session.kill() : session.detach());
+  ws.on('close', end);
+  ws.on('message', (data: RawData) => {
+    idle.touch();
+    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+    if (buf.length === 0) return;
+    const channel = buf[0];
+    if (channel === STDIN) session.stdin?.write(buf.subarray(1));
+    else if (channel === CLOSE && buf[1] === STDIN) session.stdin?.end();
+  });
+  const outputs: Promise<void>[] = [];
+  if (session.stdout) outputs.push(pump(ws, STDOUT, session.stdout, idle.touch));
+  if (session.stderr) outputs.push(pump(ws, STDERR, session.stderr, idle.touch));
+  const code = await session.exited;
+  await Promise.all(outputs);
+  idle.stop();
+  ws.off('close', end);
+  sendStatus(target.kind === 'exec' ? exitStatus(code, target.cmd) : SUCCESS_STATUS);
+  ws.close(1000);
+}
