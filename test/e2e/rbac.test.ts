@@ -13,6 +13,7 @@ import { stringify } from 'yaml';
 import { requireBinary } from '../helpers/binaries.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { makeCA, makeClientCert } from '../../src/server/certs.js';
+import { reconcileBootstrapPolicy } from '../../src/server/bootstrap-policy.js';
 
 const present = requireBinary(undefined, 'kubectl') !== null;
 if (!present && process.env.CI === 'true') throw new Error('kubectl is required under CI=true');
@@ -124,6 +125,8 @@ describe('RBAC and Node authorization through kubectl', () => {
     assert.ok(admin.rules.some((r: { resources?: string[] }) => r.resources?.includes('pods/exec')), 'admin aggregates edit');
     assert.match(await ok(['get', 'rolebindings', '-n', 'proj', '-o', 'wide']), /\nviewers\s+ClusterRole\/view\s+\S+\s+viewer\s+cert-team\s*\n/);
     assert.match(await ok(['get', 'roles', '-n', 'proj']), /^NAME\s+CREATED AT\npod-getter\s+\d{4}-/);
+    assert.match(await ok(['get', 'roles', '-n', 'kube-system']), /\nextension-apiserver-authentication-reader\s+\d{4}-/);
+    assert.match(await ok(['get', 'rolebindings', '-n', 'kube-public', '-o', 'wide']), /\nsystem:controller:bootstrap-signer\s+Role\/system:controller:bootstrap-signer\s+\S+\s+kube-system\/bootstrap-signer\s*\n/);
   });
 
   it('an aggregated role follows the roles its selector matches', { skip }, async () => {
@@ -357,5 +360,30 @@ describe('RBAC and Node authorization through kubectl', () => {
       bad.json.message,
       'SubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: (*authorization.NonResourceAttributes)(nil): exactly one of nonResourceAttributes or resourceAttributes must be specified',
     );
+  });
+
+  it('the bootstrap policy is reconciled: missing rules, subjects and objects come back unless autoupdate is false', { skip }, async () => {
+    const json = async (args: string[]) => JSON.parse(await ok([...args, '-o', 'json']));
+    await ok(['patch', 'clusterrole', 'system:public-info-viewer', '--type=merge', '-p', '{"rules":[{"verbs":["get"],"nonResourceURLs":["/healthz"]}]}']);
+    await ok(['patch', 'clusterrole', 'system:monitoring', '--type=merge', '-p', '{"metadata":{"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"false"}},"rules":[]}']);
+    await ok(['delete', 'clusterrolebinding', 'system:node-proxier']);
+    await ok(['delete', 'clusterrolebinding', 'system:kube-dns']);
+    await ok(['create', 'clusterrolebinding', 'system:kube-dns', '--clusterrole=view', '--user=someone']);
+    await reconcileBootstrapPolicy(c.cp.registry);
+    const viewer = await json(['get', 'clusterrole', 'system:public-info-viewer']);
+    assert.deepEqual(viewer.rules[0], { verbs: ['get'], nonResourceURLs: ['/healthz'] });
+    assert.deepEqual(
+      viewer.rules.slice(1).map((r: { nonResourceURLs: string[] }) => r.nonResourceURLs[0]),
+      ['/livez', '/readyz', '/version', '/version/'],
+      'the missing rules are added, broken down',
+    );
+    assert.deepEqual((await json(['get', 'clusterrole', 'system:monitoring'])).rules ?? [], []);
+    assert.deepEqual((await json(['get', 'clusterrolebinding', 'system:node-proxier'])).subjects, [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:kube-proxy' }]);
+    const dns = await json(['get', 'clusterrolebinding', 'system:kube-dns']);
+    assert.deepEqual(dns.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:kube-dns' });
+    assert.deepEqual(dns.subjects, [
+      { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'someone' },
+      { kind: 'ServiceAccount', name: 'kube-dns', namespace: 'kube-system' },
+    ]);
   });
 });
