@@ -45,7 +45,8 @@ export class Registry {
         ...(cfg.deleteCollectionWorkers ? { deleteCollectionWorkers: cfg.deleteCollectionWorkers } : {}),
       });
       this.stores.set(`${decl.group}/${decl.version}/${decl.resource}`, store);
-      if (!decl.storedAs) cfg.storage.trackCount(decl.group, decl.resource, store.listPrefix(''));
+      // Kinds that are never stored (reviews) have no objects to count.
+      if (!decl.storedAs && !decl.compute) cfg.storage.trackCount(decl.group, decl.resource, store.listPrefix(''));
     }
   }
 
