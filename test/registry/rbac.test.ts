@@ -115,6 +115,15 @@ void describe('ABAC', () => {
       namespace: '*',
       nonResourcePath: '',
     });
+    assert.deepEqual(parsePolicyLine('{"apiVersion":"abac.authorization.kubernetes.io/v1beta1","kind":"Policy","spec":{"user":"*","nonResourcePath":"/x"}}'), {
+      user: '',
+      group: 'system:authenticated',
+      readonly: false,
+      apiGroup: '',
+      resource: '',
+      namespace: '',
+      nonResourcePath: '/x',
+    });
     assert.throws(() => parsePolicyLine('{"apiVersion":"v2"}'), { message: 'unknown policy apiVersion "v2"' });
   });
 

@@ -28,9 +28,11 @@ export function parsePolicyLine(line: string): AbacPolicy {
   if (apiVersion === V1BETA1) {
     if (obj['kind'] !== 'Policy') throw new Error(`unexpected kind ${JSON.stringify(obj['kind'])}, want "Policy"`);
     const spec = (obj['spec'] ?? {}) as Record<string, unknown>;
+    // In v1beta1, a user or group of "*" stands for every authenticated subject.
+    const star = spec['user'] === '*' || spec['group'] === '*';
     return {
-      user: str(spec['user']),
-      group: str(spec['group']),
+      user: star ? '' : str(spec['user']),
+      group: star ? 'system:authenticated' : str(spec['group']),
       readonly: spec['readonly'] === true,
       apiGroup: str(spec['apiGroup']),
       resource: str(spec['resource']),
