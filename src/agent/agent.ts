@@ -13,7 +13,10 @@ import { ApiMode, isStatic, type ApiModeConfig } from './apimode.js';
 import type { BackoffOptions } from './backoff.js';
 import type { Json } from './client/client.js';
 import { NO_EVENTS } from './events.js';
+import { admitUnderPressure, dirUsage, EvictionManager, observe, type PodUsage, type Threshold } from './eviction.js';
+import { ContainerLogManager } from './logrotate.js';
 import { fsSize } from './node/hostinfo.js';
+import { LABEL_POD_UID } from './podsync.js';
 import type { PodConfigOptions } from './podconfig.js';
 import { PodSyncer } from './podsync.js';
 import { ProcessRuntime } from './runtime/process.js';
@@ -67,6 +70,27 @@ export interface AgentConfig {
   server?: AgentServerConfig;
   /** API-server mode; standalone when unset. */
   api?: ApiModeConfig;
+  /** Pods the node admits at once (--max-pods, capped by --pods-per-core); default 110. Others fail with OutOfpods. */
+  maxPods?: number;
+  /** The node's allocatable cpu (cores) and memory (bytes), for resourceFieldRef without limits. */
+  allocatable?: { cpu: number; memory: number };
+  /** Node-pressure eviction; none when unset. */
+  eviction?: {
+    thresholds: Threshold[];
+    pressureTransitionPeriodMs: number;
+    maxPodGracePeriodSeconds: number;
+    /** kubelet: 10 s. */
+    monitoringPeriodMs?: number;
+  };
+  /** --container-log-max-size (bytes) and --container-log-max-files; no rotation when unset. */
+  containerLogs?: { maxSizeBytes: number; maxFiles: number; periodMs?: number };
+  /** Feature gates the agent consults (ProbeTerminationGracePeriod). */
+  featureGates?: Record<string, boolean>;
+  /**
+   * Whether stop() terminates the pods. Default: only when the runtime cannot keep them (no
+   * detach): on a CRI runtime the containers outlive the agent and the next one adopts them.
+   */
+  stopPodsOnExit?: boolean;
   log?: (level: 'info' | 'error', message: string) => void;
 }
 
@@ -90,6 +114,10 @@ export class Agent implements ServerHost {
   private fileSource: FileSource | undefined;
   private urlSource: UrlSource | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
+  private evictionTimer: NodeJS.Timeout | undefined;
+  private housekeepingTimer: NodeJS.Timeout | undefined;
+  private readonly evictionManager: EvictionManager | undefined;
+  private readonly logManager: ContainerLogManager | undefined;
   private unsubscribe: (() => void) | undefined;
   private stopped = false;
   private readonly startedAt = new Date();
@@ -102,8 +130,17 @@ export class Agent implements ServerHost {
           statusManager: this.statusManager,
           onSnapshot: (s) => this.onSnapshot(s),
           log: (level, m) => this.log(level, m),
+          conditions: () => {
+            const p = this.evictionManager?.pressure() ?? new Set();
+            return { ready: true, memoryPressure: p.has('MemoryPressure'), diskPressure: p.has('DiskPressure'), pidPressure: p.has('PIDPressure') };
+          },
+          onObjectChange: (_ref, users) => {
+            for (const uid of users) this.workers.sync(uid);
+          },
         })
       : undefined;
+    if (config.eviction && config.eviction.thresholds.length > 0) this.evictionManager = new EvictionManager(config.eviction);
+    if (config.containerLogs) this.logManager = new ContainerLogManager({ runtime: this.runtime, ...config.containerLogs, log: (l, m) => this.log(l, m) });
     this.syncer = new PodSyncer({
       runtime: this.runtime,
       statusManager: this.statusManager,
@@ -114,6 +151,10 @@ export class Agent implements ServerHost {
       ...(config.backoff ? { backoff: config.backoff } : {}),
       ...(config.podConfig ? { podConfig: config.podConfig } : {}),
       ...(config.imagePulls ? { imagePulls: config.imagePulls } : {}),
+      ...(this.api ? { objects: this.api.objects } : {}),
+      ...(config.allocatable ? { allocatable: config.allocatable } : {}),
+      resync: (uid) => this.workers.sync(uid),
+      probeTerminationGracePeriod: config.featureGates?.ProbeTerminationGracePeriod === true,
     });
     this.workers = new PodWorkers(this.syncer, {
       onError: (pod, err) => this.log('error', `sync of pod ${podFullName(pod)} failed: ${err instanceof Error ? err.message : String(err)}`),
@@ -137,6 +178,13 @@ export class Agent implements ServerHost {
     this.resyncTimer = setInterval(() => this.workers.syncAll(), Math.max(1000, this.config.syncFrequencyMs || 60_000));
     if (this.config.server) await this.startServers(this.config.server);
     this.api?.start(this.servers?.port ?? this.config.server?.port ?? 0);
+    if (this.evictionManager) {
+      const period = this.config.eviction?.monitoringPeriodMs ?? 10_000;
+      this.evictionTimer = setInterval(() => void this.evictionPass(), period);
+      this.evictionTimer.unref();
+      await this.evictionPass();
+    }
+    this.logManager?.start();
     if (this.config.podManifestPath !== undefined && this.config.podManifestPath !== '') {
       this.fileSource = new FileSource({
         path: resolve(this.config.podManifestPath),
@@ -158,6 +206,102 @@ export class Agent implements ServerHost {
       });
       await this.urlSource.start();
     }
+    // Housekeeping (kubelet's HandlePodCleanups): once every source has said what exists, sandboxes
+    // of pods no source knows (left by an earlier agent) are removed.
+    void (this.api?.sourceReady ?? Promise.resolve()).then(() => {
+      if (this.stopped) return;
+      void this.housekeeping();
+      this.housekeepingTimer = setInterval(() => void this.housekeeping(), 10_000);
+      this.housekeepingTimer.unref();
+    });
+  }
+
+  /** Removes the runtime's sandboxes of pods that no source holds (orphans of an earlier agent). */
+  async housekeeping(): Promise<void> {
+    const known = new Set(this.workers.uids());
+    const sandboxes = await this.runtime.listPodSandbox().catch(() => []);
+    for (const s of sandboxes) {
+      const uid = s.labels[LABEL_POD_UID];
+      if (uid === undefined || known.has(uid) || this.stopped) continue;
+      this.log('info', `removing sandbox ${s.id} of pod ${s.metadata.namespace}/${s.metadata.name} (${uid}): no source holds the pod`);
+      await this.runtime.stopPodSandbox(s.id, 0).catch(() => undefined);
+      await this.runtime.removePodSandbox(s.id).catch((err: unknown) => this.log('error', `removing sandbox ${s.id}: ${String(err)}`));
+    }
+  }
+
+  /** The pods that run or may run (admitted, not finished, not being deleted): kubelet's active pods. */
+  private activePods(): Pod[] {
+    return this.merge.pods().filter((p) => {
+      const state = this.workers.state(p.metadata.uid);
+      return state === 'syncing' && this.syncer.verdictOf(p.metadata.uid) === undefined;
+    });
+  }
+
+  /**
+   * kubelet's pod admission: under node pressure only what eviction admits; beyond the node's pod
+   * capacity (--max-pods, --pods-per-core) nothing. A refused pod fails with reason Evicted or
+   * OutOfpods (a Warning event with the same reason) and never runs.
+   */
+  private admit(pod: Pod): boolean {
+    const pressure = this.evictionManager?.pressure() ?? new Set();
+    const refusal = admitUnderPressure(pod, pressure);
+    let reason = 'Evicted';
+    let message = refusal;
+    if (message === undefined) {
+      const capacity = this.config.maxPods ?? 110;
+      const used = this.activePods().filter((p) => p.metadata.uid !== pod.metadata.uid).length;
+      if (used + 1 > capacity) {
+        reason = 'OutOfpods';
+        message = `Node didn't have enough resource: pods, requested: 1, used: ${used}, capacity: ${capacity}`;
+      }
+    }
+    if (message === undefined) return true;
+    const { namespace, name, uid } = pod.metadata;
+    this.log('info', `pod ${podFullName(pod)} (${uid}) refused: ${reason}: ${message}`);
+    this.api?.events.event({ kind: 'Pod', apiVersion: 'v1', namespace, name, uid }, 'Warning', reason, message);
+    this.syncer.setVerdict(uid, { phase: 'Failed', reason, message: `Pod ${message}`, rejected: true });
+    return false;
+  }
+
+  /** One pass of the eviction manager: measure, report pressure, evict at most one pod. */
+  private async evictionPass(): Promise<void> {
+    const em = this.evictionManager;
+    if (!em || this.stopped) return;
+    try {
+      const obs = await observe(resolve(this.config.rootDir));
+      const decision = await em.synchronize(obs, () => this.podUsages());
+      if (!decision.evict) return;
+      const { pod, graceSeconds, message } = decision.evict;
+      const { namespace, name, uid } = pod.metadata;
+      this.log('info', `evicting pod ${podFullName(pod)} (${uid}): ${message}`);
+      this.api?.events.event({ kind: 'Pod', apiVersion: 'v1', namespace, name, uid }, 'Warning', 'Evicted', message);
+      this.syncer.setVerdict(uid, { phase: 'Failed', reason: 'Evicted', message, killGraceSeconds: graceSeconds });
+      this.workers.sync(uid);
+    } catch (err) {
+      this.log('error', `eviction manager: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  /** What each active pod uses now (eviction ranking). */
+  private async podUsages(): Promise<PodUsage[]> {
+    const out: PodUsage[] = [];
+    const running = await this.runtime.listContainers({ state: 'CONTAINER_RUNNING' }).catch(() => []);
+    for (const pod of this.activePods()) {
+      const u: PodUsage = { pod, disk: await dirUsage(this.syncer.podDir(pod.metadata.uid)) };
+      if (this.runtime.containerStats) {
+        let memory = 0;
+        let processes = 0;
+        for (const c of running.filter((x) => x.labels[LABEL_POD_UID] === pod.metadata.uid)) {
+          const st = await this.runtime.containerStats(c.id).catch(() => undefined);
+          memory += st?.memoryBytes ?? 0;
+          processes += st?.processes ?? 0;
+        }
+        u.memory = memory;
+        u.processes = processes;
+      }
+      out.push(u);
+    }
+    return out;
   }
 
   private async startServers(s: AgentServerConfig): Promise<void> {
@@ -187,7 +331,11 @@ export class Agent implements ServerHost {
     if (snapshot.source !== 'api') this.api?.mirrors.setStatic(this.merge.pods().filter(isStatic));
   }
 
-  /** Stops the sources, terminates every pod gracefully, then shuts the runtime and servers down. */
+  /**
+   * Stops the sources, then either terminates every pod gracefully and shuts the runtime down, or
+   * (a runtime whose containers outlive the agent, unless stopPodsOnExit) leaves them running for
+   * the next agent to adopt; then the servers.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
@@ -195,9 +343,20 @@ export class Agent implements ServerHost {
     this.urlSource?.stop();
     this.api?.stop();
     clearInterval(this.resyncTimer);
-    await this.workers.terminateAll();
-    this.unsubscribe?.();
-    await this.runtime.shutdown(0);
+    clearInterval(this.evictionTimer);
+    clearInterval(this.housekeepingTimer);
+    this.logManager?.stop();
+    this.syncer.prober.stopAll();
+    const detach = this.runtime.detach && this.config.stopPodsOnExit !== true;
+    if (detach) {
+      await this.workers.idle();
+      this.unsubscribe?.();
+      await this.runtime.detach!();
+    } else {
+      await this.workers.terminateAll();
+      this.unsubscribe?.();
+      await this.runtime.shutdown(0);
+    }
     await this.servers?.stop();
     this.api?.close();
   }
@@ -217,6 +376,7 @@ export class Agent implements ServerHost {
       }
       if (u.op === 'ADD' && u.source === 'api' && isTerminal(pod.status?.phase ?? 'Pending')) continue; // finished before this agent saw it
       this.log('info', `${u.op} pod ${podFullName(pod)} (${uid}) from source ${u.source}`);
+      if (u.op === 'ADD' && this.workers.state(uid) === undefined) this.admit(pod);
       this.workers.update(u.op, pod);
     }
   }

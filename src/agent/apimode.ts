@@ -7,7 +7,8 @@ import { ApiClient, isConflict, isNotFound, type Json } from './client/client.js
 import type { ClientConfig } from './client/kubeconfig.js';
 import { EventRecorder } from './events.js';
 import { MirrorManager } from './mirror.js';
-import type { HostFacts, NodeSettings } from './node/nodestatus.js';
+import type { ConditionInput, HostFacts, NodeSettings } from './node/nodestatus.js';
+import { ApiObjectSource, type ObjectRef } from './objects.js';
 import { NodeManager } from './node/registrar.js';
 import { ApiSource } from './sources/api.js';
 import type { PodSnapshot } from './sources/merge.js';
@@ -35,6 +36,10 @@ export interface ApiModeDeps {
   statusManager: StatusManager;
   onSnapshot: (s: PodSnapshot) => void;
   log: (level: 'info' | 'error', message: string) => void;
+  /** The node's conditions now (eviction pressure); default: ready, no pressure. */
+  conditions?: () => ConditionInput;
+  /** A ConfigMap or Secret a pod uses changed. */
+  onObjectChange?: (ref: ObjectRef, users: string[]) => void;
 }
 
 export class ApiMode {
@@ -45,6 +50,11 @@ export class ApiMode {
   private readonly source: ApiSource;
   readonly mirrors: MirrorManager;
   readonly statusSync: StatusSync;
+  /** ConfigMaps, Secrets and service account tokens of the pods. */
+  readonly objects: ApiObjectSource;
+  /** Resolves once the pods bound to the node were listed (the API source is ready). */
+  readonly sourceReady: Promise<void>;
+  private markSourceReady!: () => void;
 
   constructor(
     private readonly c: ApiModeConfig,
@@ -71,6 +81,8 @@ export class ApiMode {
       log: d.log,
     });
     this.statusSync = new StatusSync({ client: this.client, statusManager: d.statusManager, target: (p) => this.target(p), log: d.log });
+    this.objects = new ApiObjectSource(this.client, (ref) => d.onObjectChange?.(ref, this.objects.usersOf(ref)), d.log);
+    this.sourceReady = new Promise((r) => (this.markSourceReady = r));
   }
 
   get node(): NodeManager | undefined {
@@ -88,13 +100,13 @@ export class ApiMode {
       statusUpdateFrequencyMs: this.c.statusUpdateFrequencyMs,
       ...(this.c.statusReportFrequencyMs !== undefined ? { statusReportFrequencyMs: this.c.statusReportFrequencyMs } : {}),
       leaseDurationSeconds: this.c.leaseDurationSeconds,
-      conditions: () => ({ ready: true }),
+      conditions: this.d.conditions ?? (() => ({ ready: true })),
       events: this.events,
       log: this.d.log,
     });
     this.nodeManager.onRegistered(() => this.mirrors.reconcile());
     void this.nodeManager.start();
-    void this.source.start();
+    void this.source.start().then(() => this.markSourceReady());
     this.mirrors.start();
     this.statusSync.start();
   }
@@ -102,6 +114,7 @@ export class ApiMode {
   stop(): void {
     this.nodeManager?.stop();
     this.source.stop();
+    this.objects.stop();
     this.mirrors.stop();
     this.statusSync.stop();
   }

@@ -14,6 +14,7 @@
 import { isIP } from 'node:net';
 import {
   FEATURE_GATES,
+  FlagError,
   TLS_INSECURE_CIPHER_SUITES,
   TLS_PREFERRED_CIPHER_SUITES,
   TLS_VERSIONS,
@@ -36,7 +37,9 @@ import {
   type FeatureGateSpec,
   type OptionsOf,
 } from '../util/flags.js';
+import { tryParseQuantity } from '../util/quantity.js';
 import { isQualifiedName, isValidLabelValue } from '../util/validation.js';
+import { ConfigFileError, readConfigFile } from './config-file.js';
 
 export const AGENT_PROGRAM = 'orchlet';
 
@@ -204,11 +207,13 @@ export const AGENT_FLAGS = [
       'container-log-max-files',
       'int32',
       '5',
-      'Maximum log files per container, at least 2; only with --container-runtime=remote (beta).',
-      { configField: 'containerLogMaxFiles', validate: (v) => (v >= 2 ? undefined : 'must be at least 2') },
+      'Maximum log files per container, at least 2 (both runtimes).',
+      { status: S, configField: 'containerLogMaxFiles', validate: (v) => (v >= 2 ? undefined : 'must be at least 2') },
     ),
-    flag('container-log-max-size', 'string', '10Mi', 'Container log size before rotation; only with --container-runtime=remote (beta).', {
+    flag('container-log-max-size', 'string', '10Mi', 'Container log size before rotation (both runtimes).', {
+      status: S,
       configField: 'containerLogMaxSize',
+      validate: (v) => ((tryParseQuantity(v)?.value() ?? 0n) > 0n ? undefined : 'must be a positive quantity such as 10Mi'),
     }),
     flag('container-runtime', 'enum', 'docker', 'Allowed: docker (built-in adapter), remote.', {
       status: S,
@@ -277,23 +282,23 @@ export const AGENT_FLAGS = [
       'mapStringString',
       EVICTION_HARD_DEFAULT,
       "Thresholds that trigger pod eviction, 'signal<quantity' pairs; on Linux the default also includes nodefs.inodesFree<5%.",
-      { separator: '<', configField: 'evictionHard' },
+      { status: S, separator: '<', configField: 'evictionHard' },
     ),
     flag(
       'eviction-max-pod-grace-period',
       'int32',
       undefined,
       "Maximum grace period (s) when evicting for a soft threshold; negative defers to the pod's value.",
-      { configField: 'evictionMaxPodGracePeriod' },
+      { status: S, configField: 'evictionMaxPodGracePeriod' },
     ),
     flag(
       'eviction-minimum-reclaim',
       'mapStringString',
       undefined,
       'Minimum amount reclaimed per resource under pressure, e.g. imagefs.available=2Gi.',
-      { configField: 'evictionMinimumReclaim' },
+      { status: S, configField: 'evictionMinimumReclaim' },
     ),
-    flag('eviction-pressure-transition-period', 'duration', '5m0s', 'Wait before leaving an eviction pressure condition.', {
+    flag('eviction-pressure-transition-period', 'duration', '5m0s', 'Wait before leaving an eviction pressure condition.', { status: S,
       configField: 'evictionPressureTransitionPeriod',
     }),
     flag(
@@ -301,16 +306,16 @@ export const AGENT_FLAGS = [
       'mapStringString',
       undefined,
       "Thresholds that trigger eviction when met over their grace period, 'signal<quantity' pairs.",
-      { separator: '<', configField: 'evictionSoft' },
+      { status: S, separator: '<', configField: 'evictionSoft' },
     ),
     flag(
       'eviction-soft-grace-period',
       'mapStringString',
       undefined,
       'How long a soft threshold must hold, e.g. memory.available=1m30s.',
-      { configField: 'evictionSoftGracePeriod' },
+      { status: S, configField: 'evictionSoftGracePeriod' },
     ),
-    flag('exit-on-lock-contention', 'bool', 'false', 'Exit on lock-file contention.'),
+    flag('exit-on-lock-contention', 'bool', 'false', 'Exit on lock-file contention.', { status: S }),
     flag(
       'experimental-allocatable-ignore-eviction',
       'bool',
@@ -330,7 +335,7 @@ export const AGENT_FLAGS = [
       configField: 'logging.sanitization',
     }),
     flag('experimental-mounter-path', 'string', 'mount', 'Path of the mounter binary (removal in 1.23).'),
-    flag('fail-swap-on', 'bool', 'true', 'Refuse to start if swap is enabled.', { configField: 'failSwapOn' }),
+    flag('fail-swap-on', 'bool', 'true', 'Refuse to start if swap is enabled.', { status: S, configField: 'failSwapOn' }),
     flag(
       'feature-gates',
       'mapStringBool',
@@ -443,7 +448,7 @@ export const AGENT_FLAGS = [
       aliases: ['kubelet-cgroups'],
       configField: 'kubeletCgroups',
     }),
-    flag('lock-file', 'string', undefined, 'Lock file path (alpha).'),
+    flag('lock-file', 'string', undefined, 'Lock file path (alpha).', { status: S }),
     flag('log-backtrace-at', 'string', ':0', 'Emit a stack trace when logging hits that line (deprecated).', {
       typeName: 'traceLocation',
       validate: (v) => (/^[^:]*:\d+$/.test(v) ? undefined : 'must be of the form file:line'),
@@ -577,7 +582,7 @@ export const AGENT_FLAGS = [
     flag('pod-max-pids', 'int', '-1', 'Maximum processes per pod; -1 uses node allocatable PID capacity.', {
       configField: 'podPidsLimit',
     }),
-    flag('pods-per-core', 'int32', undefined, 'Pods per core; capped by --max-pods; 0 disables.', { configField: 'podsPerCore' }),
+    flag('pods-per-core', 'int32', undefined, 'Pods per core; capped by --max-pods; 0 disables.', { status: S, configField: 'podsPerCore' }),
     flag('port', 'int32', '10250', 'Port to serve on.', { status: S, configField: 'port', validate: inRange(1, 65535) }),
     flag('protect-kernel-defaults', 'bool', 'false', 'Error if kernel tunables differ from agent defaults.', {
       configField: 'protectKernelDefaults',
@@ -640,7 +645,7 @@ export const AGENT_FLAGS = [
       'bool',
       'false',
       'Exit after starting pods from local manifests or URLs; exclusive with --enable-server.',
-      { configField: 'runOnce' },
+      { status: S, configField: 'runOnce' },
     ),
     flag('runtime-cgroups', 'string', undefined, 'Absolute cgroup name to run the runtime in.'),
     flag(
@@ -829,6 +834,10 @@ export type AgentOptions = Omit<AgentFlagFields, 'featureGates'> & {
   featureGates: Record<string, boolean>;
   /** Names (without dashes) of the options given on the command line. */
   explicitFlags: ReadonlySet<string>;
+  /** Names of the options the --config file set (and the command line did not override). */
+  configFileFlags: ReadonlySet<string>;
+  /** Fields of the --config file orchlet does not know (ignored, to be logged). */
+  configWarnings: string[];
 };
 
 /**
@@ -838,16 +847,67 @@ export type AgentOptions = Omit<AgentFlagFields, 'featureGates'> & {
  */
 export function parseAgentOptions(argv: readonly string[]): AgentOptions {
   const parsed = parseFlags(argv, AGENT_FLAGS, { program: AGENT_PROGRAM });
-  const fields = toOptions(AGENT_FLAGS, parsed);
-  const early = fields.help || fields.version;
+  const early = parsed.values.help === true || parsed.values.version === true;
+  let final = parsed;
+  let fromFile: string[] = [];
+  let warnings: string[] = [];
+  const configPath = parsed.values.config;
+  if (!early && typeof configPath === 'string' && configPath !== '') {
+    const file = configValues(configPath, parsed.explicit);
+    fromFile = file.set;
+    warnings = file.warnings;
+    // The file's values first, then the command line: flags override the file.
+    final = parseFlags([...file.args, ...argv], AGENT_FLAGS, { program: AGENT_PROGRAM });
+  }
+  const fields = toOptions(AGENT_FLAGS, final);
   const opts: AgentOptions = {
     ...fields,
     featureGates: resolveFeatureGates(AGENT_FEATURE_GATES, early ? {} : fields.featureGates),
     explicitFlags: parsed.explicit,
+    configFileFlags: new Set(fromFile),
+    configWarnings: warnings,
   };
   if (early) return opts;
   refuseLaterOptions(AGENT_FLAGS, parsed);
   return opts;
+}
+
+/**
+ * The --config file's options that the command line does not set, checked alone first so that an
+ * error names the file and field; options not implemented yet are refused when the file gives
+ * them a value other than their default.
+ */
+function configValues(path: string, explicit: ReadonlySet<string>): { args: string[]; set: string[]; warnings: string[] } {
+  let file;
+  try {
+    file = readConfigFile(path, AGENT_FLAGS);
+  } catch (err) {
+    if (err instanceof ConfigFileError) throw new FlagError(err.message, 'config');
+    throw err;
+  }
+  const keep = file.set.map((name, i) => ({ name, arg: file.args[i]! })).filter((x) => !explicit.has(x.name));
+  let alone;
+  try {
+    alone = parseFlags(
+      keep.map((x) => x.arg),
+      AGENT_FLAGS,
+      { program: AGENT_PROGRAM },
+    );
+  } catch (err) {
+    if (err instanceof FlagError) {
+      const spec = AGENT_FLAGS.find((s) => s.name === err.flag);
+      throw new FlagError(`configuration file ${path}: field ${spec?.configField ?? err.flag}: ${err.message}`, err.flag);
+    }
+    throw err;
+  }
+  const defaults = parseFlags([], AGENT_FLAGS);
+  for (const { name } of keep) {
+    const spec = AGENT_FLAGS.find((s) => s.name === name)!;
+    if (spec.status === 'later' && JSON.stringify(alone.values[name]) !== JSON.stringify(defaults.values[name])) {
+      throw new FlagError(`configuration file ${path}: field ${spec.configField}: not implemented yet (--${name})`, name);
+    }
+  }
+  return { args: keep.map((x) => x.arg), set: keep.map((x) => x.name), warnings: file.warnings };
 }
 
 /** The --help text of orchlet. */

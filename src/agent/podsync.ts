@@ -7,8 +7,21 @@
 // (crash-loop back-off applies). It ends by writing the pod status to the status manager.
 // Per container name the runtime keeps the newest instance and the one before it (for lastState);
 // older instances are removed.
+//
+// Before containers start, the pod's volumes are set up (volumes.ts; a failure is a FailedMount
+// event and the pass is retried) and each container's environment is resolved (env.ts; a missing
+// ConfigMap/Secret or key is CreateContainerConfigError). A running container that failed its
+// liveness or startup probe (prober.ts) is killed and restarted as its restart policy says. A pod
+// with a verdict (rejected at admission, or evicted) is stopped and reports that verdict.
+// The first pass of a pod this agent has no record of adopts a ready sandbox of the runtime that
+// carries the pod's uid label, with its containers (an agent restarted on a runtime whose
+// containers survived it).
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { containerEnv, expandVars, podObjectRefs, type EnvContext } from './env.js';
+import { NO_OBJECTS, type ObjectSource } from './objects.js';
+import { ProbeManager } from './prober.js';
+import { containerMounts, processMountView, setUpVolumes } from './volumes.js';
 import { Backoff, backoffMessage, KUBELET_BACKOFF, type BackoffOptions } from './backoff.js';
 import { NO_EVENTS, type EventSink, type EventType } from './events.js';
 import { ImagePuller } from './images.js';
@@ -16,10 +29,11 @@ import { containerResources, imageSecurityContext, podDNSConfig, podPortMappings
 import { effectiveSecurityContext, resolveIdentity } from './runtime/identity.js';
 import { RuntimeError, type ContainerConfig, type PodSandboxConfig, type Runtime } from './runtime/runtime.js';
 import type * as rt from './runtime/runtime.js';
+import { rfc3339 } from './time.js';
 import { buildPodStatus, isTerminal, type ContainerInstances, type WaitingReason } from './status.js';
 import type { StatusManager } from './status-manager.js';
-import type { Container, Pod, PodStatus } from './types.js';
-import { restartPolicyOf } from './types.js';
+import type { Container, Pod, PodPhase, PodStatus } from './types.js';
+import { gracePeriodOf, restartPolicyOf } from './types.js';
 
 export interface SyncResult {
   /** The pod reached Succeeded or Failed: nothing will run again. */
@@ -52,6 +66,25 @@ export interface PodSyncerOptions {
   podConfig?: PodConfigOptions;
   /** --serialize-image-pulls, --registry-qps, --registry-burst (runtimes with an image service). */
   imagePulls?: { serialize?: boolean; qps?: number; burst?: number };
+  /** ConfigMaps, Secrets and tokens (API-server mode); none in standalone mode. */
+  objects?: ObjectSource;
+  /** The node's allocatable cpu (cores) and memory (bytes), for resourceFieldRef without limits. */
+  allocatable?: { cpu: number; memory: number };
+  /** Asks for another pass of a pod (probe results changed). */
+  resync?: (uid: string) => void;
+  /** ProbeTerminationGracePeriod: a probe's terminationGracePeriodSeconds applies when it kills. */
+  probeTerminationGracePeriod?: boolean;
+}
+
+/** Why a pod must not run (any more): admission refused it, or it was evicted. */
+export interface Verdict {
+  phase: PodPhase;
+  reason: string;
+  message: string;
+  /** Set for an eviction: the grace period its containers get. */
+  killGraceSeconds?: number;
+  /** Admission: the pod never ran; its status is only phase, reason and message. */
+  rejected?: boolean;
 }
 
 interface PodState {
@@ -75,12 +108,32 @@ export class PodSyncer implements PodLifecycle {
   private readonly now: () => Date;
   private readonly events: EventSink;
   private readonly puller: ImagePuller | undefined;
+  private readonly objects: ObjectSource;
+  private readonly verdicts = new Map<string, Verdict>();
+  readonly prober: ProbeManager;
 
   constructor(private readonly o: PodSyncerOptions) {
     this.backoff = new Backoff(o.backoff ?? KUBELET_BACKOFF);
     this.now = o.now ?? (() => new Date());
     this.events = o.events ?? NO_EVENTS;
+    this.objects = o.objects ?? NO_OBJECTS;
     if (o.runtime.images) this.puller = new ImagePuller({ images: o.runtime.images, ...(o.imagePulls ?? {}) });
+    this.prober = new ProbeManager({ runtime: o.runtime, events: this.events, onChange: (uid) => o.resync?.(uid) });
+  }
+
+  /** Gives a pod a verdict (admission refusal or eviction); its next pass stops it and reports it. */
+  setVerdict(uid: string, verdict: Verdict): void {
+    this.verdicts.set(uid, verdict);
+  }
+
+  verdictOf(uid: string): Verdict | undefined {
+    return this.verdicts.get(uid);
+  }
+
+  /** An event about the pod itself (no container). */
+  private podEvent(pod: Pod, type: EventType, reason: string, message: string): void {
+    const { namespace, name, uid } = pod.metadata;
+    this.events.event({ kind: 'Pod', apiVersion: 'v1', namespace, name, uid }, type, reason, message);
   }
 
   /** An event about container `c` of `pod` (kubelet's reference with fieldPath spec.containers{name}). */
@@ -109,28 +162,35 @@ export class PodSyncer implements PodLifecycle {
   }
 
   async syncPod(pod: Pod): Promise<SyncResult> {
+    const verdict = this.verdicts.get(pod.metadata.uid);
+    if (verdict) return this.syncVerdict(pod, verdict);
     const st = this.stateOf(pod);
     st.waiting.clear();
+    if (st.sandboxId === undefined) await this.adopt(pod, st);
     const sandboxId = await this.ensureSandbox(pod, st);
+    this.objects.setPodRefs(pod.metadata.uid, podObjectRefs(pod));
     let instances = await this.instances(st);
     let requeue: number | undefined;
     const wantRequeue = (ms: number | undefined): void => {
       if (ms !== undefined) requeue = requeue === undefined ? ms : Math.min(requeue, ms);
     };
+    const volumesReady = await this.volumes(pod, st);
+    if (!volumesReady) wantRequeue(2000);
     const policy = restartPolicyOf(pod);
     let initComplete = true;
     for (const c of pod.spec.initContainers ?? []) {
       const latest = instances.get(c.name)?.latest;
       if (latest?.state === 'CONTAINER_EXITED' && latest.exitCode === 0) continue;
       initComplete = false;
-      if (latest === undefined || (latest.state === 'CONTAINER_EXITED' && policy !== 'Never')) {
+      if (volumesReady && (latest === undefined || (latest.state === 'CONTAINER_EXITED' && policy !== 'Never'))) {
         wantRequeue(await this.startOrBackoff(pod, st, sandboxId, c, latest));
       }
       break;
     }
-    if (initComplete) {
+    if (initComplete && volumesReady) {
       for (const c of pod.spec.containers) {
-        const latest = instances.get(c.name)?.latest;
+        let latest = instances.get(c.name)?.latest;
+        if (latest?.state === 'CONTAINER_RUNNING') latest = await this.killIfUnhealthy(pod, c, latest);
         const mayRestart =
           latest?.state === 'CONTAINER_EXITED' && (policy === 'Always' || (policy === 'OnFailure' && latest.exitCode !== 0));
         if (latest === undefined || mayRestart) wantRequeue(await this.startOrBackoff(pod, st, sandboxId, c, latest));
@@ -138,7 +198,101 @@ export class PodSyncer implements PodLifecycle {
     }
     instances = await this.instances(st);
     const status = this.writeStatus(pod, st, instances);
+    const running = [...instances]
+      .filter(([, i]) => i.latest?.state === 'CONTAINER_RUNNING')
+      .map(([name, i]) => ({ name, id: i.latest!.id, startedAt: i.latest!.startedAt ?? this.now() }));
+    this.prober.update(pod, running, st.podIP ?? this.o.hostIP ?? '127.0.0.1');
     return requeue === undefined ? { terminal: isTerminal(status.phase) } : { terminal: isTerminal(status.phase), requeueAfterMs: requeue };
+  }
+
+  /** A pod with a verdict: its containers are stopped (an eviction) and its status says why. */
+  private async syncVerdict(pod: Pod, verdict: Verdict): Promise<SyncResult> {
+    this.prober.removePod(pod.metadata.uid);
+    if (verdict.rejected) {
+      const old = this.o.statusManager.getPodStatus(pod.metadata.uid);
+      this.o.statusManager.setPodStatus(pod, {
+        phase: verdict.phase,
+        reason: verdict.reason,
+        message: verdict.message,
+        conditions: [],
+        containerStatuses: [],
+        startTime: old?.startTime ?? rfc3339(this.now()),
+      });
+      return { terminal: true };
+    }
+    const st = this.stateOf(pod);
+    st.waiting.clear();
+    if (st.sandboxId !== undefined) await this.terminatePod(pod, verdict.killGraceSeconds ?? 0);
+    this.writeStatus(pod, st, await this.instances(st));
+    return { terminal: true };
+  }
+
+  /** Kills a running container that failed its liveness or startup probe; returns its exited status. */
+  private async killIfUnhealthy(pod: Pod, c: Container, latest: rt.ContainerStatus): Promise<rt.ContainerStatus> {
+    const failed = this.prober.failed(latest.id);
+    if (!failed) return latest;
+    const policy = restartPolicyOf(pod);
+    let grace = gracePeriodOf(pod);
+    const probeGrace = this.prober.probeGrace(pod.metadata.uid, c.name, failed);
+    if (this.o.probeTerminationGracePeriod && probeGrace !== undefined) grace = probeGrace;
+    const restart = policy !== 'Never';
+    this.containerEvent(pod, c, 'Normal', 'Killing', `Container ${c.name} failed ${failed} probe${restart ? ', will be restarted' : ''}`);
+    await this.o.runtime.stopContainer(latest.id, grace);
+    return (await this.o.runtime.containerStatus(latest.id).catch(() => undefined)) ?? latest;
+  }
+
+  /** Sets up the pod's volumes; false (after a FailedMount event) when one could not be. */
+  private async volumes(pod: Pod, st: PodState): Promise<boolean> {
+    if (!Array.isArray(pod.spec.volumes) || pod.spec.volumes.length === 0) return true;
+    try {
+      await setUpVolumes(this.envContext(pod, st), this.podDir(pod.metadata.uid));
+      return true;
+    } catch (err) {
+      this.podEvent(pod, 'Warning', 'FailedMount', errorText(err));
+      return false;
+    }
+  }
+
+  private envContext(pod: Pod, st: PodState): EnvContext {
+    const ctx: EnvContext = {
+      pod,
+      objects: this.objects,
+      allocatable: this.o.allocatable ?? { cpu: 1, memory: 0 },
+      onInvalidNames: (m) => this.podEvent(pod, 'Warning', 'InvalidEnvironmentVariableNames', m),
+    };
+    if (this.o.hostIP !== undefined) ctx.hostIP = this.o.hostIP;
+    const podIP = st.podIP ?? this.o.hostIP;
+    if (podIP !== undefined) ctx.podIP = podIP;
+    return ctx;
+  }
+
+  /**
+   * Adopts what the runtime still runs for this pod (found by the pod uid label): the newest ready
+   * sandbox and its containers, newest first per name. Does nothing on a runtime that has none.
+   */
+  private async adopt(pod: Pod, st: PodState): Promise<void> {
+    const uid = pod.metadata.uid;
+    const sandboxes = (await this.o.runtime.listPodSandbox({ state: 'SANDBOX_READY' }).catch(() => []))
+      .filter((s) => s.labels[LABEL_POD_UID] === uid)
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
+    const found = sandboxes[0];
+    if (!found) return;
+    st.sandboxId = found.id;
+    st.sandboxConfig = this.sandboxConfig(pod, found.metadata.attempt);
+    if (this.o.runtime.runsImages) {
+      const s = await this.o.runtime.podSandboxStatus(found.id).catch(() => undefined);
+      if (s?.network?.ip) st.podIP = s.network.ip;
+    }
+    const containers = await this.o.runtime.listContainers({ podSandboxId: found.id }).catch(() => []);
+    const byName = new Map<string, rt.ContainerSummary[]>();
+    for (const c of containers) {
+      const name = c.labels[LABEL_CONTAINER_NAME] ?? c.metadata.name;
+      byName.set(name, [...(byName.get(name) ?? []), c]);
+    }
+    for (const [name, list] of byName) {
+      list.sort((a, b) => b.metadata.attempt - a.metadata.attempt || b.createdAt.getTime() - a.createdAt.getTime());
+      st.ids.set(name, list.slice(0, 2).map((c) => c.id));
+    }
   }
 
   async terminatePod(pod: Pod, gracePeriodSeconds: number): Promise<void> {
@@ -155,6 +309,9 @@ export class PodSyncer implements PodLifecycle {
 
   async cleanupPod(pod: Pod): Promise<void> {
     const uid = pod.metadata.uid;
+    this.prober.removePod(uid);
+    this.objects.setPodRefs(uid, []);
+    this.verdicts.delete(uid);
     const st = this.pods.get(uid);
     if (st?.sandboxId) await this.o.runtime.removePodSandbox(st.sandboxId);
     this.pods.delete(uid);
@@ -178,9 +335,21 @@ export class PodSyncer implements PodLifecycle {
       const s = await this.o.runtime.podSandboxStatus(st.sandboxId).catch(() => undefined);
       if (s?.state === 'SANDBOX_READY') return st.sandboxId;
     }
+    const config = this.sandboxConfig(pod, st.sandboxConfig ? st.sandboxConfig.metadata.attempt + 1 : 0);
+    st.sandboxId = await this.o.runtime.runPodSandbox(config);
+    st.sandboxConfig = config;
+    if (this.o.runtime.runsImages && !config.linux?.hostNetwork) {
+      const s = await this.o.runtime.podSandboxStatus(st.sandboxId).catch(() => undefined);
+      if (s?.network?.ip) st.podIP = s.network.ip;
+    }
+    return st.sandboxId;
+  }
+
+  /** The sandbox config of a pod (kubelet's generatePodSandboxConfig). */
+  private sandboxConfig(pod: Pod, attempt: number): PodSandboxConfig {
     const { name, namespace, uid } = pod.metadata;
     const config: PodSandboxConfig = {
-      metadata: { name, namespace, uid, attempt: st.sandboxConfig ? st.sandboxConfig.metadata.attempt + 1 : 0 },
+      metadata: { name, namespace, uid, attempt },
       hostname: (pod.spec.hostname ?? name).slice(0, 63),
       logDirectory: join(this.podDir(uid), 'containers'),
       labels: { ...(pod.metadata.labels ?? {}), [LABEL_POD_UID]: uid, [LABEL_POD_NAME]: name, [LABEL_POD_NAMESPACE]: namespace },
@@ -193,13 +362,7 @@ export class PodSyncer implements PodLifecycle {
       const ports = podPortMappings(pod);
       if (ports.length > 0) config.portMappings = ports;
     }
-    st.sandboxId = await this.o.runtime.runPodSandbox(config);
-    st.sandboxConfig = config;
-    if (this.o.runtime.runsImages && !config.linux?.hostNetwork) {
-      const s = await this.o.runtime.podSandboxStatus(st.sandboxId).catch(() => undefined);
-      if (s?.network?.ip) st.podIP = s.network.ip;
-    }
-    return st.sandboxId;
+    return config;
   }
 
   private async instances(st: PodState): Promise<Map<string, ContainerInstances>> {
@@ -229,7 +392,7 @@ export class PodSyncer implements PodLifecycle {
       this.backoff.next(key, exitedAt);
     }
     const attempt = latest === undefined ? 0 : latest.metadata.attempt + 1;
-    const built = this.containerConfig(pod, c, attempt);
+    const built = await this.buildContainerConfig(pod, st, c, attempt);
     if (typeof built === 'string') {
       st.waiting.set(c.name, { reason: 'CreateContainerConfigError', message: built });
       this.containerEvent(pod, c, 'Warning', 'Failed', `Error: ${built}`);
@@ -273,8 +436,32 @@ export class PodSyncer implements PodLifecycle {
     for (const old of ids.slice(2)) await this.o.runtime.removeContainer(old).catch(() => undefined);
   }
 
-  /** The CRI config of a container (kubelet's generateContainerConfig), or why it cannot be made. */
-  containerConfig(pod: Pod, c: Container, attempt: number): ContainerConfig | string {
+  /** The container's config with its environment resolved and its volumes mounted (or shown), or why it cannot be made. */
+  private async buildContainerConfig(pod: Pod, st: PodState, c: Container, attempt: number): Promise<ContainerConfig | string> {
+    let env: Map<string, string>;
+    try {
+      env = await containerEnv(this.envContext(pod, st), c);
+    } catch (err) {
+      return errorText(err);
+    }
+    const podDir = this.podDir(pod.metadata.uid);
+    if (!this.o.runtime.runsImages) {
+      const view = await processMountView(pod, c, podDir, this.o.rootDir);
+      if (view !== undefined) env.set('ORCH_ROOTFS', view);
+    }
+    const config = this.containerConfig(pod, c, attempt, env);
+    if (typeof config !== 'string' && this.o.runtime.runsImages) {
+      const mounts = containerMounts(pod, c, podDir);
+      if (mounts.length > 0) config.mounts = mounts;
+    }
+    return config;
+  }
+
+  /**
+   * The CRI config of a container (kubelet's generateContainerConfig), or why it cannot be made.
+   * `env` is the resolved environment (env.ts); without it only plain values are used.
+   */
+  containerConfig(pod: Pod, c: Container, attempt: number, resolved?: ReadonlyMap<string, string>): ContainerConfig | string {
     const images = this.o.runtime.runsImages === true;
     // An image runtime isolates the container: the image supplies user and command; the runtime refuses privileged.
     const sc = images ? imageSecurityContext(pod, c) : effectiveSecurityContext(pod.spec.securityContext, c.securityContext);
@@ -283,8 +470,12 @@ export class PodSyncer implements PodLifecycle {
     if (!images && (c.command?.length ?? 0) + (c.args?.length ?? 0) === 0) {
       return 'container has no command: the orch process runtime ignores images and runs command + args on the host';
     }
-    const env = new Map<string, string>();
-    for (const e of c.env ?? []) env.set(e.name, expandVars(e.value ?? '', env));
+    let env = resolved;
+    if (!env) {
+      const plain = new Map<string, string>();
+      for (const e of c.env ?? []) plain.set(e.name, expandVars(e.value ?? '', plain));
+      env = plain;
+    }
     const { uid, name, namespace } = pod.metadata;
     const config: ContainerConfig = {
       metadata: { name: c.name, attempt },
@@ -314,7 +505,10 @@ export class PodSyncer implements PodLifecycle {
       now: this.now(),
       ...(this.o.hostIP !== undefined ? { hostIP: this.o.hostIP } : {}),
       ...(st.podIP !== undefined ? { podIP: st.podIP } : {}),
+      probes: (container: string, id: string) => this.prober.readiness(pod.metadata.uid, container, id),
     };
+    const verdict = this.verdicts.get(pod.metadata.uid);
+    if (verdict) Object.assign(input, { verdict: { phase: verdict.phase, reason: verdict.reason, message: verdict.message } });
     const old = this.o.statusManager.getPodStatus(pod.metadata.uid);
     const status = buildPodStatus(old ? { ...input, old } : input);
     this.o.statusManager.setPodStatus(pod, status);
@@ -322,16 +516,7 @@ export class PodSyncer implements PodLifecycle {
   }
 }
 
-/**
- * Kubernetes variable references: $(NAME) becomes the value of an earlier env var NAME, an unknown
- * reference stays as written, $$ is an escaped $.
- */
-export function expandVars(s: string, env: ReadonlyMap<string, string>): string {
-  return s.replace(/\$\$|\$\(([^)]*)\)/g, (m: string, name: string | undefined) => {
-    if (m === '$$') return '$';
-    return name !== undefined && env.has(name) ? env.get(name)! : m;
-  });
-}
+export { expandVars } from './env.js';
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

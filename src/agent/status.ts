@@ -41,7 +41,13 @@ export interface PodStatusInput {
   hostIP?: string;
   /** The pod's own IP (a runtime with pod networking); the host IP otherwise. */
   podIP?: string;
+  /** started and ready of a running container from its probes; unset: a running container is both. */
+  probes?: Readiness;
+  /** A final verdict that replaces the phase (eviction: Failed, reason Evicted, and its message). */
+  verdict?: { phase: PodPhase; reason: string; message: string };
 }
+
+export type Readiness = (container: string, containerId: string) => { started: boolean; ready: boolean };
 
 export function containerID(id: string): string {
   return `${CONTAINER_ID_SCHEME}://${id}`;
@@ -61,7 +67,12 @@ function terminatedState(s: rt.ContainerStatus): ContainerState {
 }
 
 /** The API status of one container (kubelet's convertToAPIContainerStatuses, one entry). */
-export function containerStatusOf(container: Container, inst: ContainerInstances | undefined, waiting: WaitingReason | undefined): ContainerStatus {
+export function containerStatusOf(
+  container: Container,
+  inst: ContainerInstances | undefined,
+  waiting: WaitingReason | undefined,
+  probes?: Readiness,
+): ContainerStatus {
   const latest = inst?.latest;
   const out: ContainerStatus = {
     name: container.name,
@@ -76,8 +87,9 @@ export function containerStatusOf(container: Container, inst: ContainerInstances
   if (latest) out.containerID = containerID(latest.id);
   if (latest?.state === 'CONTAINER_RUNNING') {
     out.state = { running: latest.startedAt ? { startedAt: rfc3339(latest.startedAt) } : {} };
-    out.ready = true; // no readiness probes yet: a running container is ready
-    out.started = true;
+    const r = probes?.(container.name, latest.id) ?? { started: true, ready: true };
+    out.ready = r.ready;
+    out.started = r.started;
   } else if (latest?.state === 'CONTAINER_EXITED') {
     out.state = terminatedState(latest);
   }
@@ -194,11 +206,11 @@ export function qosClass(pod: Pod): string {
 export function buildPodStatus(input: PodStatusInput): PodStatus {
   const { pod, instances, waiting, old, now } = input;
   const initStatuses = (pod.spec.initContainers ?? []).map((c) => containerStatusOf(c, instances.get(c.name), waiting.get(c.name)));
-  const statuses = pod.spec.containers.map((c) => containerStatusOf(c, instances.get(c.name), waiting.get(c.name)));
+  const statuses = pod.spec.containers.map((c) => containerStatusOf(c, instances.get(c.name), waiting.get(c.name), input.probes));
   if (!initDone(initStatuses)) {
     for (const s of statuses) if (s.state.waiting?.reason === 'ContainerCreating') s.state.waiting.reason = 'PodInitializing';
   }
-  const phase = podPhase(pod, initStatuses, statuses);
+  const phase = input.verdict?.phase ?? podPhase(pod, initStatuses, statuses);
   const status: PodStatus = {
     phase,
     conditions: podConditions(phase, initStatuses, statuses, old, now),
@@ -207,6 +219,10 @@ export function buildPodStatus(input: PodStatusInput): PodStatus {
     qosClass: qosClass(pod),
   };
   if (initStatuses.length > 0) status.initContainerStatuses = initStatuses;
+  if (input.verdict) {
+    status.reason = input.verdict.reason;
+    status.message = input.verdict.message;
+  }
   if (input.hostIP !== undefined) {
     status.hostIP = input.hostIP;
     status.podIP = input.hostIP; // process runtime: every pod shares the host's network

@@ -1,7 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { totalmem } from 'node:os';
+import { cpus, totalmem } from 'node:os';
 import { Agent, nodeNameOf, type AgentConfig } from '../agent/agent.js';
 import { loadKubeconfig } from '../agent/client/kubeconfig.js';
+import { parseThresholds } from '../agent/eviction.js';
+import { acquireLock, watchLockContention } from '../agent/lockfile.js';
+import { runOnce } from '../agent/runonce.js';
+import { parseDuration } from '../util/flags.js';
+import { parseQuantity } from '../util/quantity.js';
 import { defaultNodeIP, readHostFacts } from '../agent/node/hostinfo.js';
 import { parseTaints } from '../agent/node/nodestatus.js';
 import { agentHelp, parseAgentOptions, type AgentOptions } from '../agent/options.js';
@@ -13,17 +19,9 @@ import { fail, stopOnSignals } from './run.js';
 
 const PROGRAM = 'orchlet';
 
-/**
- * Options the option table accepts (status 'supported') whose behaviour is not built yet: refused
- * with a clear message rather than silently ignored.
- */
-const NOT_YET: Record<string, string> = {
-  config: 'configuration files are not implemented yet',
-};
-
 function checkImplemented(o: AgentOptions): void {
-  for (const [name, why] of Object.entries(NOT_YET)) {
-    if (o.explicitFlags.has(name)) throw new Error(`--${name}: ${why}`);
+  if (o.runonce && o.enableServer && (o.explicitFlags.has('enable-server') || o.configFileFlags.has('enable-server'))) {
+    throw new Error('--runonce and --enable-server exclude each other: a run-once agent serves nothing');
   }
   if (o.containerRuntime !== 'remote') {
     for (const name of ['container-runtime-endpoint', 'image-service-endpoint']) {
@@ -56,9 +54,36 @@ async function runtimeFromOptions(options: AgentOptions): Promise<Runtime> {
   }
 }
 
+/**
+ * kubelet's --fail-swap-on check: with swap enabled (a device in /proc/swaps) the agent refuses to
+ * start unless --fail-swap-on=false. `swaps` is the text of /proc/swaps.
+ */
+export function checkSwap(failSwapOn: boolean, swaps: string): void {
+  const devices = swaps
+    .split('\n')
+    .slice(1)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  if (failSwapOn && devices.length > 0) {
+    throw new Error(`running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false. /proc/swaps contained: [${devices.join(' ')}]`);
+  }
+}
+
+/** The node's pod capacity: --max-pods, capped by --pods-per-core times the cores when that is set. */
+export function podCapacity(maxPods: number, podsPerCore: number, cores: number): number {
+  return podsPerCore > 0 ? Math.min(maxPods, podsPerCore * cores) : maxPods;
+}
+
 /** The agent's configuration from its parsed options (reads the kubeconfig, the client CA and the host's facts). */
 export async function agentConfigFromOptions(options: AgentOptions, log: Logger): Promise<AgentConfig> {
   const nodeName = nodeNameOf(options.hostnameOverride);
+  const maxPods = podCapacity(options.maxPods, options.podsPerCore, cpus().length || 1);
+  let thresholds;
+  try {
+    thresholds = parseThresholds(options.evictionHard, options.evictionSoft, options.evictionSoftGracePeriod, options.evictionMinimumReclaim, parseDuration);
+  } catch (err) {
+    throw new Error(`eviction thresholds: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
   const nodeIPs = (options.nodeIp ?? '')
     .split(',')
     .map((s) => s.trim())
@@ -74,7 +99,17 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     nodeIP: nodeIPs[0]!,
     runtime,
     log,
+    maxPods,
+    allocatable: { cpu: cpus().length || 1, memory: totalmem() },
+    eviction: {
+      thresholds,
+      pressureTransitionPeriodMs: options.evictionPressureTransitionPeriod,
+      maxPodGracePeriodSeconds: options.evictionMaxPodGracePeriod,
+    },
+    containerLogs: { maxSizeBytes: Number(parseQuantity(options.containerLogMaxSize).value()), maxFiles: options.containerLogMaxFiles },
+    featureGates: options.featureGates,
   };
+  if (options.runonce) config.stopPodsOnExit = !runtime.detach;
   if (runtime.runsImages) {
     config.podConfig = {
       cgroupRoot: options.cgroupRoot,
@@ -108,6 +143,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     ...(options.tlsCertFile !== undefined ? { tlsCertFile: options.tlsCertFile } : {}),
     ...(options.tlsPrivateKeyFile !== undefined ? { tlsPrivateKeyFile: options.tlsPrivateKeyFile } : {}),
   };
+  if (options.runonce) delete config.server; // a run-once agent serves nothing
   if (options.orchconfig !== undefined && options.orchconfig !== '') {
     const contentType = options.orchApiContentType;
     if (options.explicitFlags.has('orch-api-content-type') && contentType !== 'application/json') {
@@ -127,7 +163,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
         taints: options.registerNode ? parseTaints(options.registerWithTaints) : [],
         registerSchedulable: options.registerSchedulable,
         ...(options.providerId !== undefined ? { providerID: options.providerId } : {}),
-        maxPods: options.maxPods,
+        maxPods,
         reserved: [options.orchReserved ?? {}, options.systemReserved ?? {}],
         evictionHard: options.evictionHard ?? {},
         containerRuntimeVersion: `${rt.runtimeName}://${rt.runtimeVersion}`,
@@ -162,8 +198,19 @@ export async function main(argv: string[]): Promise<void> {
   const log: Logger = (level, message) => {
     process.stderr.write(`${PROGRAM}: ${level === 'error' ? 'E' : 'I'} ${message}\n`);
   };
+  for (const w of options.configWarnings) log('error', w);
   let agent: Agent;
   try {
+    if (process.platform === 'linux') checkSwap(options.failSwapOn, readFileSync('/proc/swaps', 'utf8'));
+    if (options.lockFile !== undefined && options.lockFile !== '') {
+      await acquireLock(options.lockFile, (m) => log('info', m));
+      if (options.exitOnLockContention) {
+        watchLockContention(options.lockFile, () => {
+          log('info', `another agent wants the lock file ${options.lockFile}: exiting (--exit-on-lock-contention)`);
+          process.exit(0);
+        });
+      }
+    }
     agent = new Agent(await agentConfigFromOptions(options, log));
   } catch (err) {
     fail(PROGRAM, err);
@@ -173,6 +220,14 @@ export async function main(argv: string[]): Promise<void> {
     await agent.start();
   } catch (err) {
     fail(PROGRAM, err);
+  }
+  if (options.runonce) {
+    const result = await runOnce(agent);
+    for (const line of result.lines) process.stdout.write(`${line}\n`);
+    await agent.stop();
+    if (!result.ok) fail(PROGRAM, new Error('runonce failed: not every container runs'));
+    log('info', 'started as runonce');
+    process.exit(0);
   }
   const servers = agent.servers;
   const where = servers && servers.port > 0 ? `, serving on port ${servers.port}` : '';

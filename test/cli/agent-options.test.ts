@@ -1,5 +1,8 @@
-import { describe, it } from 'node:test';
+import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { FEATURE_GATES, FlagError, type FlagSpec } from '../../src/util/flags.js';
 import { AGENT_FEATURE_GATES, AGENT_FLAGS, agentHelp, parseAgentOptions } from '../../src/agent/options.js';
 
@@ -83,10 +86,23 @@ const SUPPORTED = [
   'container-runtime-endpoint', 'v', 'help', 'version', 'feature-gates', 'port', 'address', 'read-only-port',
   'node-labels', 'register-node', 'max-pods', 'sync-frequency', 'file-check-frequency', 'http-check-frequency',
   'manifest-url', 'manifest-url-header', 'node-status-update-frequency', 'cluster-dns', 'cluster-domain',
-  // the CRI runtime
-  'image-service-endpoint', 'runtime-request-timeout', 'pod-infra-container-image', 'cgroup-root', 'cgroups-per-qos',
+  // API-server mode and the agent's servers
+  'healthz-bind-address', 'healthz-port', 'enable-server', 'enable-debugging-handlers', 'orch-api-content-type',
+  'orch-reserved', 'system-reserved', 'node-lease-duration-seconds', 'pod-infra-container-image', 'provider-id',
+  'register-schedulable', 'register-with-taints', 'anonymous-auth', 'authorization-mode', 'client-ca-file', 'cert-dir',
+  'tls-cert-file', 'tls-private-key-file', 'event-qps', 'event-burst', 'orch-api-qps', 'orch-api-burst',
+  // the CRI runtime and streaming
+  'image-service-endpoint', 'runtime-request-timeout', 'cgroup-root', 'cgroups-per-qos',
   'cpu-cfs-quota', 'cpu-cfs-quota-period', 'serialize-image-pulls', 'registry-qps', 'registry-burst', 'resolv-conf',
+  'streaming-connection-idle-timeout',
+  // limits, eviction, logs, housekeeping, run-once
+  'pods-per-core', 'eviction-hard', 'eviction-soft', 'eviction-soft-grace-period', 'eviction-pressure-transition-period',
+  'eviction-minimum-reclaim', 'eviction-max-pod-grace-period', 'container-log-max-size', 'container-log-max-files',
+  'fail-swap-on', 'lock-file', 'exit-on-lock-contention', 'runonce',
 ];
+
+/** Options beyond document 3: upstream KubeletConfiguration fields exposed as flags. */
+const EXTRA = ['node-lease-duration-seconds'];
 
 function refused(argv: string[], message: string | RegExp): void {
   assert.throws(
@@ -125,7 +141,7 @@ void describe('agent options: table', () => {
     const canonical = AGENT_FLAGS.map((s) => s.name);
     assert.deepEqual(
       canonical.filter((n) => !DOCUMENT_3_OPTIONS.includes(n)),
-      [],
+      EXTRA,
     );
     for (const [up, ours] of Object.entries(UPSTREAM)) {
       assert.ok(AGENT_FLAGS.find((s) => s.name === ours)?.aliases?.includes(up), up);
@@ -139,7 +155,7 @@ void describe('agent options: table', () => {
 
   void it('gives [cfg] options their configuration field, and only them', () => {
     const withField = AGENT_FLAGS.filter((s) => s.configField !== undefined).map((s) => s.name);
-    assert.deepEqual([...withField].sort(), [...CFG].sort());
+    assert.deepEqual([...withField].sort(), [...CFG, ...EXTRA].sort());
     const field = (n: string) => AGENT_FLAGS.find((s) => s.name === n)?.configField;
     assert.equal(field('max-pods'), 'maxPods');
     assert.equal(field('eviction-hard'), 'evictionHard');
@@ -219,6 +235,11 @@ void describe('agent options: defaults', () => {
   });
 });
 
+const tmp = mkdtempSync(join(tmpdir(), 'orchlet-options-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+const EMPTY_CONFIG = join(tmp, 'empty.yaml');
+writeFileSync(EMPTY_CONFIG, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n');
+
 void describe('agent options: parsing', () => {
   void it('parses the supported options', () => {
     const o = parseAgentOptions([
@@ -226,7 +247,7 @@ void describe('agent options: parsing', () => {
       '--hostname-override',
       'node-1',
       '--node-ip=10.0.0.5,fd00::5',
-      '--config=/etc/orch/config.yaml',
+      `--config=${EMPTY_CONFIG}`,
       '--root-dir=/tmp/orchlet',
       '--pod-manifest-path=/etc/orch/manifests',
       '--container-runtime=remote',
@@ -254,7 +275,7 @@ void describe('agent options: parsing', () => {
     assert.equal(o.orchconfig, '/etc/orch/orchlet.conf');
     assert.equal(o.hostnameOverride, 'node-1');
     assert.equal(o.nodeIp, '10.0.0.5,fd00::5');
-    assert.equal(o.config, '/etc/orch/config.yaml');
+    assert.equal(o.config, EMPTY_CONFIG);
     assert.equal(o.rootDir, '/tmp/orchlet');
     assert.equal(o.podManifestPath, '/etc/orch/manifests');
     assert.equal(o.containerRuntime, 'remote');
@@ -327,12 +348,81 @@ void describe('agent options: parsing', () => {
   });
 });
 
+void describe('agent options: --config (KubeletConfiguration)', () => {
+  const write = (name: string, text: string): string => {
+    const p = join(tmp, name);
+    writeFileSync(p, text);
+    return p;
+  };
+
+  void it('reads the [cfg] fields from YAML, resolves relative paths against the file, and lets flags override', () => {
+    const path = write(
+      'kubelet.yaml',
+      [
+        'apiVersion: kubelet.config.k8s.io/v1beta1',
+        'kind: KubeletConfiguration',
+        'maxPods: 7',
+        'podsPerCore: 2',
+        'syncFrequency: 30s',
+        'nodeStatusUpdateFrequency: 4s',
+        'staticPodPath: manifests',
+        'readOnlyPort: 0',
+        'evictionHard: {memory.available: 1Gi, nodefs.available: 5%}',
+        'evictionSoft: {memory.available: 2Gi}',
+        'evictionSoftGracePeriod: {memory.available: 1m30s}',
+        'registerWithTaints: [{key: dedicated, value: infra, effect: NoSchedule}]',
+        'staticPodURLHeader: {X-Token: [a, b]}',
+        'featureGates: {ProbeTerminationGracePeriod: true}',
+        'authentication: {anonymous: {enabled: false}}',
+        'containerLogMaxSize: 1Mi',
+        'shutdownGracePeriod: 30s',
+      ].join('\n'),
+    );
+    const o = parseAgentOptions([`--config=${path}`, '--max-pods=9', '--eviction-hard=pid.available<1000']);
+    assert.equal(o.maxPods, 9, 'the flag wins');
+    assert.deepEqual(o.evictionHard, { 'pid.available': '1000' }, 'a map flag replaces the file map');
+    assert.equal(o.podsPerCore, 2);
+    assert.equal(o.syncFrequency, 30_000);
+    assert.equal(o.nodeStatusUpdateFrequency, 4000);
+    assert.equal(o.podManifestPath, join(tmp, 'manifests'));
+    assert.equal(o.readOnlyPort, 0);
+    assert.deepEqual(o.evictionSoft, { 'memory.available': '2Gi' });
+    assert.deepEqual(o.evictionSoftGracePeriod, { 'memory.available': '1m30s' });
+    assert.deepEqual(o.registerWithTaints, { dedicated: 'infra:NoSchedule' });
+    assert.deepEqual(o.manifestUrlHeader, { 'X-Token': ['a', 'b'] });
+    assert.equal(o.featureGates.ProbeTerminationGracePeriod, true);
+    assert.equal(o.anonymousAuth, false);
+    assert.equal(o.containerLogMaxSize, '1Mi');
+    assert.ok(o.configFileFlags.has('max-pods') === false && o.configFileFlags.has('pods-per-core'));
+    assert.ok(!o.explicitFlags.has('pods-per-core'), 'file values are not command-line flags');
+    assert.deepEqual(o.configWarnings, [`configuration file ${path}: field shutdownGracePeriod is not supported by orchlet and was ignored`]);
+  });
+
+  void it('reads JSON and checks kind, apiVersion, types and values, naming the field', () => {
+    const json = write('kubelet.json', JSON.stringify({ apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', port: 11250, enableServer: false }));
+    const o = parseAgentOptions([`--config=${json}`]);
+    assert.equal(o.port, 11250);
+    assert.equal(o.enableServer, false);
+    const wrongKind = write('kind.yaml', 'apiVersion: v1\nkind: ConfigMap\n');
+    refused([`--config=${wrongKind}`], /expected kind KubeletConfiguration and apiVersion kubelet\.config\.k8s\.io\/v1beta1/);
+    const wrongType = write('type.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: many\n');
+    refused([`--config=${wrongType}`], /maxPods: expected a number, got "many"/);
+    const badValue = write('value.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nport: 0\n');
+    refused([`--config=${badValue}`], /field port: invalid value "0" for --port: must be between 1 and 65535/);
+    const later = write('later.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n');
+    refused([`--config=${later}`], /field cgroupDriver: not implemented yet \(--cgroup-driver\)/);
+    const atDefault = write('default.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: cgroupfs\n');
+    assert.equal(parseAgentOptions([`--config=${atDefault}`]).cgroupDriver, 'cgroupfs');
+    refused([`--config=${join(tmp, 'missing.yaml')}`], /failed to read the configuration file .*missing\.yaml/);
+  });
+});
+
 void describe('agent options: not implemented yet', () => {
   void it('refuses later options when given, under the spelling used', () => {
-    refused(['--kube-reserved=cpu=1'], '--kube-reserved: not implemented yet');
-    refused(['--orch-reserved=cpu=1'], '--orch-reserved: not implemented yet');
-    refused(['--eviction-hard=memory.available<1Gi'], '--eviction-hard: not implemented yet');
-    refused(['--tls-cert-file=/a.crt'], '--tls-cert-file: not implemented yet');
+    refused(['--kube-reserved-cgroup=/k'], '--kube-reserved-cgroup: not implemented yet');
+    refused(['--orch-reserved-cgroup=/k'], '--orch-reserved-cgroup: not implemented yet');
+    refused(['--image-gc-high-threshold=90'], '--image-gc-high-threshold: not implemented yet');
+    refused(['--tls-min-version=VersionTLS12'], '--tls-min-version: not implemented yet');
   });
 
   void it('refuses every later option, each with a valid value', () => {
@@ -343,8 +433,8 @@ void describe('agent options: not implemented yet', () => {
   });
 
   void it('lets --help and --version through', () => {
-    assert.equal(parseAgentOptions(['-h', '--kube-reserved=cpu=1']).help, true);
-    assert.equal(parseAgentOptions(['--version', '--tls-cert-file=/a.crt']).version, true);
+    assert.equal(parseAgentOptions(['-h', '--kube-reserved-cgroup=/k']).help, true);
+    assert.equal(parseAgentOptions(['--version', '--tls-min-version=VersionTLS12']).version, true);
     refused(['--version', '--feature-gates=Nope=true'], /unrecognized feature gate Nope/);
   });
 });

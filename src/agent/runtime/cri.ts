@@ -408,6 +408,10 @@ export class CriRuntime implements Runtime {
     return criCall(this.client.portForward(podSandboxId, ports));
   }
 
+  async reopenContainerLog(id: string): Promise<void> {
+    await criCall(this.client.reopenContainerLog(id));
+  }
+
   // --- events ---------------------------------------------------------------------------------
 
   onContainerEvent(listener: (event: ContainerEvent) => void): () => void {
@@ -498,6 +502,14 @@ export class CriRuntime implements Runtime {
     } catch {
       // the runtime is gone: nothing to stop
     }
+    this.client.close();
+  }
+
+  /** Closes the connection and stops polling, leaving every sandbox and container as it is (a new agent adopts them). */
+  async detach(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopPolling();
     this.client.close();
   }
 

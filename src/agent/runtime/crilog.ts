@@ -42,13 +42,28 @@ export function parseLog(text: string): LogRecord[] {
 
 /** Writes one container's stdout and stderr into one CRI log file (appending). */
 export class CriLogWriter {
-  private readonly out: WriteStream;
+  private out: WriteStream;
   private readonly pending: Record<LogStream, Buffer> = { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0) };
 
   constructor(readonly path: string) {
-    this.out = createWriteStream(path, { flags: 'a', mode: 0o640 });
-    this.out.on('error', () => {
+    this.out = CriLogWriter.open(path);
+  }
+
+  private static open(path: string): WriteStream {
+    const out = createWriteStream(path, { flags: 'a', mode: 0o640 });
+    out.on('error', () => {
       // a failing log file must not take the agent down; the records are lost
+    });
+    return out;
+  }
+
+  /** Closes the file and opens `path` again (after log rotation renamed it: CRI ReopenContainerLog). */
+  async reopen(): Promise<void> {
+    const old = this.out;
+    this.out = CriLogWriter.open(this.path);
+    await new Promise<void>((resolve) => {
+      if (old.closed || old.destroyed) resolve();
+      else old.end(() => resolve());
     });
   }
 

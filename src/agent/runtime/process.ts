@@ -8,7 +8,7 @@
 // State lives in memory: if the agent dies without shutdown(), its containers' processes (each the
 // leader of its own process group) keep running unsupervised and are not adopted by the next agent.
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { CriLogWriter } from './crilog.js';
@@ -22,10 +22,12 @@ import {
   type ContainerEvent,
   type ContainerFilter,
   type ContainerStatus,
+  type ContainerStats,
   type ContainerSummary,
   type AttachSession,
   type ExecSession,
   type StreamOptions,
+  type ExecSyncResult,
   type PodSandbox,
   type PodSandboxConfig,
   type Runtime,
@@ -47,6 +49,7 @@ interface SandboxRecord {
 
 interface ContainerRecord {
   status: ContainerStatus;
+  log?: CriLogWriter;
   config: ContainerConfig;
   sandboxConfig: PodSandboxConfig;
   uid: number;
@@ -152,14 +155,12 @@ export class ProcessRuntime implements Runtime {
     const rec = this.containerRecord(id);
     if (rec.status.state !== 'CONTAINER_CREATED') throw new RuntimeError('InvalidState', `container ${id} is ${rec.status.state}, not created`);
     const log = new CriLogWriter(rec.status.logPath);
-    const { config, sandboxConfig } = rec;
-    const env: Record<string, string> = { HOSTNAME: sandboxConfig.hostname ?? sandboxConfig.metadata.name };
-    for (const kv of config.envs) env[kv.key] = kv.value;
+    const { config } = rec;
     let child: ContainerProcess;
     try {
       child = await launch({
         argv: [...config.command, ...config.args],
-        env,
+        env: this.envOf(rec),
         cwd: config.workingDir ?? '/',
         identity: { uid: rec.uid, gid: rec.gid },
       });
@@ -172,6 +173,7 @@ export class ProcessRuntime implements Runtime {
       throw new RuntimeError('StartFailed', message);
     }
     rec.child = child;
+    rec.log = log;
     rec.status.state = 'CONTAINER_RUNNING';
     rec.status.startedAt = new Date();
     child.stdout.on('data', (chunk: Buffer) => log.write('stdout', chunk));
@@ -187,6 +189,7 @@ export class ProcessRuntime implements Runtime {
           clearTimeout(drainTimer);
           child.stdout.destroy();
           child.stderr.destroy();
+          rec.log = undefined;
           void log.close().then(() => {
             const exitCode = code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
             Object.assign(rec.status, {
@@ -278,6 +281,49 @@ export class ProcessRuntime implements Runtime {
     for (const rec of this.sandboxes.values()) rec.sandbox.state = 'SANDBOX_NOTREADY';
   }
 
+  /**
+   * Runs `cmd` beside a running container (exec probes): a new process with the container's user,
+   * environment and working directory, in no process group of the container. Rejects when the
+   * container is not running, the command cannot start, or it outlives `timeoutSeconds` (it is then
+   * killed).
+   */
+  async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult> {
+    const rec = this.containerRecord(id);
+    if (rec.status.state !== 'CONTAINER_RUNNING') throw new RuntimeError('InvalidState', `container ${id} is not running`);
+    const child = await launch({ argv: cmd, env: this.envOf(rec), cwd: rec.config.workingDir ?? '/', identity: { uid: rec.uid, gid: rec.gid } });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    return new Promise((resolve, reject) => {
+      const timer =
+        timeoutSeconds > 0
+          ? setTimeout(() => {
+              if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+              reject(new RuntimeError('Failed', `command ${JSON.stringify(cmd.join(' '))} timed out after ${timeoutSeconds}s`));
+            }, timeoutSeconds * 1000)
+          : undefined;
+      child.once('close', (code, signal) => {
+        clearTimeout(timer);
+        resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode: code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0) });
+      });
+    });
+  }
+
+  /** Closes and reopens a running container's log file (after the log manager renamed it). */
+  async reopenContainerLog(id: string): Promise<void> {
+    const rec = this.containerRecord(id);
+    if (!rec.log) throw new RuntimeError('InvalidState', `container ${id} is not running`);
+    await rec.log.reopen();
+  }
+
+  /** Memory (RSS) and process count of a running container's process group, from /proc. */
+  async containerStats(id: string): Promise<ContainerStats | undefined> {
+    const pid = this.containerRecord(id).child?.pid;
+    if (pid === undefined) return undefined;
+    return processGroupStats(pid);
+  }
+
   // --- streaming: the agent serves the protocols; these are the container side (process-streaming.ts) ---
 
   async execStream(id: string, cmd: string[], options: StreamOptions): Promise<ExecSession> {
@@ -310,6 +356,12 @@ export class ProcessRuntime implements Runtime {
     return this.containers.get(id)?.child?.pid;
   }
 
+  private envOf(rec: ContainerRecord): Record<string, string> {
+    const env: Record<string, string> = { HOSTNAME: rec.sandboxConfig.hostname ?? rec.sandboxConfig.metadata.name };
+    for (const kv of rec.config.envs) env[kv.key] = kv.value;
+    return env;
+  }
+
   private emit(type: ContainerEvent['type'], rec: ContainerRecord): void {
     const event: ContainerEvent = { type, containerId: rec.status.id, podSandboxId: rec.status.podSandboxId };
     for (const l of this.listeners) {
@@ -336,4 +388,21 @@ export class ProcessRuntime implements Runtime {
     if (!rec) throw new RuntimeError('NotFound', `container ${id} not found`);
     return rec;
   }
+}
+
+/** Sums the resident memory and counts the processes of a process group (Linux /proc). */
+export async function processGroupStats(pgid: number): Promise<ContainerStats> {
+  let memoryBytes = 0;
+  let processes = 0;
+  const page = 4096;
+  for (const e of await readdir('/proc').catch((): string[] => [])) {
+    if (!/^\d+$/.test(e)) continue;
+    const stat = await readFile(`/proc/${e}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[2] is the process group, fields[21] the resident set in pages
+    if (Number(fields[2]) !== pgid) continue;
+    processes++;
+    memoryBytes += Number(fields[21] ?? 0) * page;
+  }
+  return { memoryBytes, processes };
 }

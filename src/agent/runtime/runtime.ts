@@ -225,6 +225,13 @@ export interface ImageService {
   removeImage(image: string): Promise<void>;
 }
 
+/** What a container uses now (eviction ranking); fields a runtime cannot tell are left out. */
+export interface ContainerStats {
+  /** Working set (the process runtime: resident set) in bytes. */
+  memoryBytes?: number;
+  processes?: number;
+}
+
 export interface ExecSyncResult {
   stdout: Buffer;
   stderr: Buffer;
@@ -274,6 +281,16 @@ export interface Runtime {
   readonly images?: ImageService;
   /** Runs a command in a running container (exec probes); runtimes that cannot leave it unset. */
   execSync?(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult>;
+
+  /** Closes and reopens a running container's log file at its path (CRI ReopenContainerLog, for log rotation). */
+  reopenContainerLog?(id: string): Promise<void>;
+  /** Resource usage of a running container, where the runtime can tell. */
+  containerStats?(id: string): Promise<ContainerStats | undefined>;
+  /**
+   * Releases the runtime without stopping anything (runtimes whose containers outlive the agent:
+   * a new agent adopts them). Unset: the runtime cannot keep containers without the agent.
+   */
+  detach?(): Promise<void>;
 
   /**
    * Streaming (kubectl exec, attach, port-forward). Runtimes with a streaming server of their own (CRI)
