@@ -9,10 +9,10 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { backupTimestamp } from '../../src/filters/audit/rotate.js';
+import { eventually } from '../helpers/eventually.js';
 
 const RR_CONFIGMAPS = `
 apiVersion: audit.k8s.io/v1
@@ -50,13 +50,6 @@ function lines(path: string): string[] {
 }
 
 /** Waits (without asserting on time) until `check` holds, for background work such as compression. */
-async function eventually(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (check()) return;
-    await sleep(25);
-  }
-  assert.fail(`never happened: ${what}`);
-}
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'orch-audit-log-'));
@@ -163,7 +156,7 @@ void describe('rotation (--audit-log-maxsize, -maxage, -maxbackup, -compress)', 
     writeFileSync(join(d, recent), 'recent\n');
     const { c, log } = await cluster('rotate', RR_CONFIGMAPS, ['--audit-log-maxsize=1', '--audit-log-maxage=1', '--audit-log-compress']);
     for (let i = 0; i < 6; i++) await createConfigMap(c, `cm${i}`, 250_000);
-    await eventually(() => !existsSync(join(d, old)) && backups(d).every((f) => f.endsWith('.gz')), 'old backup removed, the rest compressed');
+    await eventually('old backup removed, the rest compressed', () => !existsSync(join(d, old)) && backups(d).every((f) => f.endsWith('.gz')), { intervalMs: 25 });
     const names = backups(d);
     assert.ok(names.includes(`${recent}.gz`), `the recent backup is kept and compressed: ${names.join(' ')}`);
     const rotated = names.filter((n) => n !== `${recent}.gz`);
@@ -188,7 +181,7 @@ void describe('rotation (--audit-log-maxsize, -maxage, -maxbackup, -compress)', 
     const { c } = await cluster('maxbackup', RR_CONFIGMAPS, ['--audit-log-maxsize=1', '--audit-log-maxbackup=2']);
     const d = join(dir, 'maxbackup');
     for (let i = 0; i < 9; i++) await createConfigMap(c, `cm${i}`, 250_000);
-    await eventually(() => backups(d).length === 2, 'two backups left');
+    await eventually('two backups left', () => backups(d).length === 2, { intervalMs: 25 });
     for (const n of backups(d)) assert.match(n, /^audit-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}\.log$/);
   });
 });

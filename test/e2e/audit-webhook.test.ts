@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { makeCA, makeClientCert, makeServingCert, type CertAndKey } from '../../src/server/certs.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { eventually } from '../helpers/eventually.js';
 
 const POLICY = `
 apiVersion: audit.orch.io/v1
@@ -116,13 +117,6 @@ async function cluster(name: string, port: number, args: string[]): Promise<Test
   return c;
 }
 
-async function eventually(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (check()) return;
-    await sleep(25);
-  }
-  assert.fail(`never happened: ${what}`);
-}
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'orch-audit-webhook-'));
@@ -162,7 +156,7 @@ void describe('audit webhook (batch mode) with the log backend too', () => {
 
   void it('posts EventList batches that hold every event the log holds', async () => {
     for (let i = 0; i < 6; i++) assert.equal((await c.request('GET', '/api/v1/namespaces')).status, 200);
-    await eventually(() => r.keys().length === logKeys().length, 'the webhook has every logged event');
+    await eventually('the webhook has every logged event', () => r.keys().length === logKeys().length);
     assert.deepEqual(r.keys(), logKeys());
     assert.equal(logKeys().length, 12);
     for (const l of r.lists) {
@@ -179,7 +173,7 @@ void describe('audit webhook (batch mode) with the log backend too', () => {
   void it('retries with backoff while the receiver answers 500, and loses nothing', async () => {
     r.failures = 3;
     for (let i = 0; i < 4; i++) assert.equal((await c.request('GET', '/api/v1/namespaces/default')).status, 200);
-    await eventually(() => r.keys().length === logKeys().length, 'every event delivered after the failures');
+    await eventually('every event delivered after the failures', () => r.keys().length === logKeys().length);
     assert.equal(r.refused, 3);
     assert.deepEqual(r.keys(), logKeys());
   });
@@ -190,7 +184,7 @@ void describe('audit webhook (batch mode) with the log backend too', () => {
     for (let i = 0; i < 5; i++) assert.equal((await c.request('GET', '/api/v1/namespaces/kube-system')).status, 200);
     await sleep(300);
     await r.listen(port);
-    await eventually(() => r.keys().length === logKeys().length, 'every event delivered once the receiver is back');
+    await eventually('every event delivered once the receiver is back', () => r.keys().length === logKeys().length);
     assert.deepEqual(r.keys(), logKeys());
     const metrics = await c.request('GET', '/metrics');
     assert.doesNotMatch(metrics.text, /apiserver_audit_error_total\{plugin="(webhook|buffered)"\}/);

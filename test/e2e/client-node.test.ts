@@ -22,6 +22,7 @@ import {
 } from '@kubernetes/client-node';
 import { requireBinary } from '../helpers/binaries.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { eventually } from '../helpers/eventually.js';
 
 /** The Content-Type choices of the client's patch calls; without options it sends a JSON patch. */
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -48,15 +49,6 @@ async function failure(call: Promise<unknown>): Promise<{ code: number; status: 
   return assert.fail('the call was expected to fail');
 }
 
-async function eventually<T>(what: string | (() => string), probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const names = (list: { items: { metadata?: { name?: string } }[] }) => list.items.map((i) => i.metadata?.name ?? '');
 

@@ -8,15 +8,8 @@ import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { StatusError } from '../../src/registry/errors.js';
 import type { KObject } from '../../src/registry/kind.js';
+import { eventually } from '../helpers/eventually.js';
 
-async function eventually(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail('condition not reached in time');
-}
 
 describe('garbage collection of dependents', () => {
   let c: TestCluster;
@@ -59,14 +52,14 @@ describe('garbage collection of dependents', () => {
     const owner = await stores().pvc.create(scope, base('bg-owner'));
     await stores().pvc.create(scope, claim('bg-dep', owner));
     await stores().pvc.delete(scope, 'bg-owner', { propagationPolicy: 'Background' });
-    await eventually(async () => !(await exists('bg-owner')) && !(await exists('bg-dep')));
+    await eventually('owner and dependent gone', async () => !(await exists('bg-owner')) && !(await exists('bg-dep')));
   });
 
   it('Orphan: keeps the dependent and removes its reference to the owner', async () => {
     const owner = await stores().pvc.create(scope, base('or-owner'));
     await stores().pvc.create(scope, claim('or-dep', owner));
     await stores().pvc.delete(scope, 'or-owner', { propagationPolicy: 'Orphan' });
-    await eventually(async () => !(await exists('or-owner')));
+    await eventually('the owner gone', async () => !(await exists('or-owner')));
     const dep = await stores().pvc.get(scope, 'or-dep');
     assert.equal(dep.metadata!.ownerReferences, undefined);
   });
@@ -77,6 +70,6 @@ describe('garbage collection of dependents', () => {
     const marked = await stores().pvc.delete(scope, 'fg-owner', { propagationPolicy: 'Foreground' });
     assert.equal(marked.deleted, false);
     assert.ok(marked.object.metadata!.finalizers!.includes('foregroundDeletion'));
-    await eventually(async () => !(await exists('fg-dep')) && !(await exists('fg-owner')));
+    await eventually('dependent then owner gone', async () => !(await exists('fg-dep')) && !(await exists('fg-owner')));
   });
 });

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { requireBinary } from '../helpers/binaries.js';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
+import { eventually } from '../helpers/eventually.js';
 
 const present = requireBinary(undefined, 'kubectl') !== null;
 if (!present && process.env.CI === 'true') throw new Error('kubectl is required under CI=true');
@@ -19,14 +20,6 @@ const VERSIONS = [undefined, '1.27', '1.33'].filter((v) => v === undefined || ku
 
 const inRange = (ip: string, prefix: string) => ip.startsWith(prefix) && Number(ip.slice(prefix.length)) >= 2 && Number(ip.slice(prefix.length)) <= 254;
 
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, tries = 100): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('kubectl: services and endpoints', () => {
   let c: TestCluster;

@@ -7,17 +7,8 @@ import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { StatusError } from '../../src/registry/errors.js';
 import type { KObject } from '../../src/registry/kind.js';
+import { eventually } from '../helpers/eventually.js';
 
-async function eventually<T>(get: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  let last: T = await get();
-  while (!ok(last)) {
-    if (Date.now() > end) assert.fail(`condition not reached in time; last value: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 50));
-    last = await get();
-  }
-  return last;
-}
 
 describe('namespace lifecycle', () => {
   let c: TestCluster;
@@ -38,13 +29,17 @@ describe('namespace lifecycle', () => {
     };
     await pvc.create({ namespace: 'doomed' }, claim);
     await ns.delete({ namespace: '' }, 'doomed');
+    let last: KObject | undefined;
     const terminating = await eventually(
-      () => ns.get({ namespace: '' }, 'doomed'),
-      // The pvc-protection finalizer goes first (the claim is deleted and unused); example.com/hold stays.
-      (n) =>
-        (n.status?.conditions ?? []).some(
+      () => `the NamespaceFinalizersRemaining condition; last: ${JSON.stringify(last?.status)}`,
+      async () => {
+        last = await ns.get({ namespace: '' }, 'doomed');
+        // The pvc-protection finalizer goes first (the claim is deleted and unused); example.com/hold stays.
+        const held = (last.status?.conditions ?? []).some(
           (x: KObject) => x.type === 'NamespaceFinalizersRemaining' && x.message === 'Some finalizers are remaining: example.com/hold in 1 resource instances',
-        ),
+        );
+        return held ? last : undefined;
+      },
     );
     assert.equal(terminating.status.phase, 'Terminating');
     const byType = Object.fromEntries((terminating.status.conditions as KObject[]).map((x) => [x.type, x]));
@@ -74,16 +69,13 @@ describe('namespace lifecycle', () => {
       ]);
     }
     await pvc.update({ namespace: 'doomed' }, 'held', (cur) => ({ ...cur!, metadata: { ...cur!.metadata, finalizers: [] } }));
-    await eventually(
-      async () => {
-        try {
-          await ns.get({ namespace: '' }, 'doomed');
-          return false;
-        } catch (err) {
-          return err instanceof StatusError && err.code === 404;
-        }
-      },
-      (gone) => gone,
-    );
+    await eventually('the namespace to be gone', async () => {
+      try {
+        await ns.get({ namespace: '' }, 'doomed');
+        return false;
+      } catch (err) {
+        return err instanceof StatusError && err.code === 404;
+      }
+    });
   });
 });

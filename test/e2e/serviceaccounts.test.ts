@@ -17,21 +17,13 @@ import { parseServerOptions } from '../../src/server/options.js';
 import { createControlPlane } from '../../src/server/controlplane.js';
 import { keyIdOf } from '../../src/registry/kinds/authentication/tokens.js';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
+import { eventually } from '../helpers/eventually.js';
 
 const ISSUER = 'https://orch.test.example';
 const OLD_ISSUER = 'https://old.test.example';
 
 type Json = Record<string, any>;
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('service accounts', { skip: kubectlPath() ? false : 'kubectl is not installed' }, () => {
   let c: TestCluster;
@@ -58,7 +50,7 @@ describe('service accounts', { skip: kubectlPath() ? false : 'kubectl is not ins
     return JSON.parse(r.stdout) as Json;
   };
   const defaultAccount = (ns: string) =>
-    until(`the default ServiceAccount in ${ns}`, async () => {
+    eventually(`the default ServiceAccount in ${ns}`, async () => {
       const r = await c.request('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`);
       return r.status === 200 ? (r.json as Json) : undefined;
     });
@@ -244,13 +236,13 @@ describe('service accounts', { skip: kubectlPath() ? false : 'kubectl is not ins
     assert.match(wrongKind.stderr, /secrets "nope" not found/);
     const deleted = await c.kubectl(['delete', 'pod', 'bound-pod', '--grace-period=0', '--force']);
     assert.equal(deleted.code, 0, deleted.stderr);
-    await until('the pod to go', async () => ((await c.request('GET', '/api/v1/namespaces/default/pods/bound-pod')).status === 404 ? true : undefined));
+    await eventually('the pod to go', async () => ((await c.request('GET', '/api/v1/namespaces/default/pods/bound-pod')).status === 404 ? true : undefined));
     assert.equal((await review(token))['error'], 'service account token has been invalidated');
     assert.match((await asToken(token, ['get', '--raw', '/api'])).stderr, /Unauthorized/);
   });
 
   it('makes legacy token secrets that authenticate until deleted', async () => {
-    const secretName = await until('a token secret referenced by default/default', async () => {
+    const secretName = await eventually('a token secret referenced by default/default', async () => {
       const sa = (await c.request('GET', '/api/v1/namespaces/default/serviceaccounts/default')).json as Json;
       return (sa['secrets'] as Json[] | undefined)?.[0]?.name as string | undefined;
     });
@@ -271,7 +263,7 @@ describe('service accounts', { skip: kubectlPath() ? false : 'kubectl is not ins
       input: JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'my-token', annotations: { 'kubernetes.io/service-account.name': 'default' } }, type: 'kubernetes.io/service-account-token' }),
     });
     assert.equal(made.code, 0, made.stderr);
-    const mine = await until('my-token to get a token', async () => ((await getJson(['secret', 'my-token']))['data'] as Json | undefined)?.['token'] as string | undefined);
+    const mine = await eventually('my-token to get a token', async () => ((await getJson(['secret', 'my-token']))['data'] as Json | undefined)?.['token'] as string | undefined);
     assert.equal((await review(Buffer.from(mine, 'base64').toString()))['authenticated'], true);
     // A token bound to that secret lives as long as the secret.
     const bound = await createToken(['default', '--bound-object-kind', 'Secret', '--bound-object-name', 'my-token']);
@@ -282,7 +274,7 @@ describe('service accounts', { skip: kubectlPath() ? false : 'kubectl is not ins
     const del = await c.kubectl(['delete', 'secret', secretName]);
     assert.equal(del.code, 0, del.stderr);
     assert.equal((await review(token))['error'], 'Token has been invalidated');
-    const replaced = await until('a new token secret', async () => {
+    const replaced = await eventually('a new token secret', async () => {
       const sa = (await c.request('GET', '/api/v1/namespaces/default/serviceaccounts/default')).json as Json;
       const names = ((sa['secrets'] as Json[] | undefined) ?? []).map((s) => s['name'] as string);
       return names.length > 0 && !names.includes(secretName) ? names : undefined;
@@ -320,19 +312,19 @@ describe('service accounts', { skip: kubectlPath() ? false : 'kubectl is not ins
   it('keeps a default ServiceAccount and kube-root-ca.crt in every namespace', async () => {
     assert.equal((await c.kubectl(['create', 'namespace', 'sa-ns'])).code, 0);
     const first = await defaultAccount('sa-ns');
-    const cm = await until('kube-root-ca.crt', async () => {
+    const cm = await eventually('kube-root-ca.crt', async () => {
       const r = await c.request('GET', '/api/v1/namespaces/sa-ns/configmaps/kube-root-ca.crt');
       return r.status === 200 ? (r.json as Json) : undefined;
     });
     assert.deepEqual(cm['data'], { 'ca.crt': c.cp.server.caCert });
     assert.equal((await c.kubectl(['-n', 'sa-ns', 'delete', 'serviceaccount', 'default'])).code, 0);
-    const again = await until('the default ServiceAccount again', async () => {
+    const again = await eventually('the default ServiceAccount again', async () => {
       const sa = await defaultAccount('sa-ns');
       return sa['metadata'].uid !== first['metadata'].uid ? sa : undefined;
     });
     assert.equal(again['metadata'].name, 'default');
     assert.equal((await c.kubectl(['-n', 'sa-ns', 'patch', 'configmap', 'kube-root-ca.crt', '-p', '{"data":{"ca.crt":"tampered"}}'])).code, 0);
-    await until('kube-root-ca.crt to be put back', async () => {
+    await eventually('kube-root-ca.crt to be put back', async () => {
       const r = await c.request('GET', '/api/v1/namespaces/sa-ns/configmaps/kube-root-ca.crt');
       return (r.json as Json)['data']?.['ca.crt'] === c.cp.server.caCert ? true : undefined;
     });
@@ -343,7 +335,7 @@ describe('a server that issues no tokens', { skip: kubectlPath() ? false : 'kube
   it('names the default service account on pods but mounts no token a node agent could not fill', async () => {
     const c = await startCluster();
     try {
-      await until('the default ServiceAccount', async () => ((await c.request('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200 ? true : undefined));
+      await eventually('the default ServiceAccount', async () => ((await c.request('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200 ? true : undefined));
       const created = await c.kubectl(['run', 'plain', '--image=busybox', '--restart=Never']);
       assert.equal(created.code, 0, created.stderr);
       const spec = ((await c.request('GET', '/api/v1/namespaces/default/pods/plain')).json as Json)['spec'] as Json;

@@ -13,6 +13,7 @@ import type { KObject } from '../../src/registry/kind.js';
 import { namespaceKind } from '../../src/registry/kinds/namespace.js';
 import { pvcKind } from '../../src/registry/kinds/pvc.js';
 import { namespaceLifecycle } from '../../src/registry/admission/namespace-lifecycle.js';
+import { eventually } from '../helpers/eventually.js';
 
 async function code(p: Promise<unknown>): Promise<number> {
   try {
@@ -32,13 +33,6 @@ const claim = (name: string): KObject => ({
 });
 const namespace = (name: string): KObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
 
-async function eventually(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('NamespaceLifecycle admission', () => {
   let kv: KV;
@@ -83,6 +77,6 @@ describe('NamespaceLifecycle admission', () => {
     const obj = JSON.parse(Buffer.from(cur!.value).toString()) as KObject;
     obj.status = { phase: 'Terminating' };
     await kv.update(key, Buffer.from(JSON.stringify(obj)), cur!.modRevision);
-    await eventually(async () => (await code(claims.create({ namespace: 'shared' }, claim(`x${Date.now()}`)))) === 403);
+    await eventually('creates refused with 403', async () => (await code(claims.create({ namespace: 'shared' }, claim(`x${Date.now()}`)))) === 403, { timeoutMs: 5000, intervalMs: 10 });
   });
 });

@@ -13,6 +13,7 @@ import { withProbabilisticGoaway } from '../../src/filters/goaway.js';
 import { RequestWaitGroup } from '../../src/filters/shutdown.js';
 import { parseServerOptions } from '../../src/server/options.js';
 import { serverConfigFrom } from '../../src/server/controlplane.js';
+import { eventually } from '../helpers/eventually.js';
 
 const TOKEN = 'filters-token';
 const ADMIN_TOKEN = 'admin-token';
@@ -93,13 +94,6 @@ function gate(): { handler: Handler; release: () => void; waiting: () => number 
   };
 }
 
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 void describe('handler chain filters', () => {
   let dir: string;
@@ -246,7 +240,7 @@ void describe('handler chain filters', () => {
         srv.mux.handlePrefix('/api/v1/', g.handler);
       });
       const first = h1(s, '/slow');
-      await until(() => g.waiting() === 1);
+      await eventually('1 waiting', () => g.waiting() === 1, { intervalMs: 5 });
       const over = await h1(s, '/version');
       assert.equal(over.status, 429);
       assert.equal(over.headers['retry-after'], '1');
@@ -256,7 +250,7 @@ void describe('handler chain filters', () => {
       const post = h1(s, '/slow', { method: 'POST' });
       const watch = h1(s, '/api/v1/namespaces?watch=true');
       const admin = h1(s, '/slow', { token: ADMIN_TOKEN });
-      await until(() => g.waiting() === 4);
+      await eventually('4 waiting', () => g.waiting() === 4, { intervalMs: 5 });
       const postOver = await h1(s, '/slow', { method: 'DELETE' });
       assert.equal(postOver.status, 429);
       g.release();
@@ -271,7 +265,7 @@ void describe('handler chain filters', () => {
       );
       const a = h1(s, '/slow');
       const b = h1(s, '/slow');
-      await until(() => g.waiting() === 2);
+      await eventually('2 waiting', () => g.waiting() === 2, { intervalMs: 5 });
       assert.equal((await h1(s, '/slow', { method: 'POST' })).status, 429);
       g.release();
       await Promise.all([a, b]);
@@ -279,7 +273,7 @@ void describe('handler chain filters', () => {
       const g2 = gate();
       const off = await serve({ maxRequestsInflight: 0, maxMutatingRequestsInflight: 0 }, (srv) => srv.mux.handle('/slow', g2.handler));
       const many = [1, 2, 3].map(() => h1(off, '/slow'));
-      await until(() => g2.waiting() === 3);
+      await eventually('3 waiting', () => g2.waiting() === 3, { intervalMs: 5 });
       assert.equal((await h1(off, '/version')).status, 200);
       g2.release();
       await Promise.all(many);
@@ -386,7 +380,7 @@ void describe('handler chain filters', () => {
         assert.equal((await h2(session, '/', { token: null })).body, 'response 2');
         assert.equal(goaways, 0);
         assert.equal((await h2(session, '/', { token: null })).body, 'response 3');
-        await until(() => goaways === 1);
+        await eventually('a GOAWAY', () => goaways === 1, { intervalMs: 5 });
         const next = h2connect(url, { ca: ca.cert });
         assert.equal((await h2(next, '/', { token: null })).body, 'response 4');
         next.close();
@@ -436,7 +430,7 @@ void describe('handler chain filters', () => {
       s.mux.handle('/slow', g.handler);
       await s.start();
       const inflight = h1(s, '/slow');
-      await until(() => g.waiting() === 1);
+      await eventually('1 waiting', () => g.waiting() === 1, { intervalMs: 5 });
       let stopped = false;
       const stopping = s.stop().then(() => (stopped = true));
       await new Promise((r) => setTimeout(r, 200));

@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../helpers/ports.js';
 import { createLogger } from '../../src/util/log.js';
+import { eventually } from '../helpers/eventually.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/orch-apiserver', import.meta.url));
 const TOKEN = 'log-test-token';
@@ -70,13 +71,6 @@ function call(s: Running, method: string, path: string, body?: string): Promise<
   });
 }
 
-async function until(what: string, fn: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (await fn()) return;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const KLOG_LINE = /^([IWEF])(\d{4}) (\d\d:\d\d:\d\d\.\d{6}) +(\d+) ([^ :]+):(\d+)\] (.*)$/;
 
@@ -87,7 +81,7 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
 
   it('text format: klog lines; -v 3 logs every request; /debug/flags/v changes the level at runtime', async () => {
     const s = await start(['--log-flush-frequency=100ms']);
-    await until('the serving line', () => /Serving securely on 127\.0\.0\.1:/.test(s.stderr()));
+    await eventually('the serving line', () => /Serving securely on 127\.0\.0\.1:/.test(s.stderr()));
     const line = s.stderr().split('\n').find((l) => l.includes('Serving securely'))!;
     const m = KLOG_LINE.exec(line);
     assert.ok(m, line);
@@ -103,7 +97,7 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
     assert.equal(set.status, 200);
     assert.equal(set.body.toString(), 'successfully set klog.logging.verbosity to 3\n');
     await call(s, 'GET', '/api/v1/namespaces/default');
-    await until('an HTTP log line', () => /"HTTP" verb="GET" URI="\/api\/v1\/namespaces\/default"/.test(s.stderr()));
+    await eventually('an HTTP log line', () => /"HTTP" verb="GET" URI="\/api\/v1\/namespaces\/default"/.test(s.stderr()));
     const http = s.stderr().split('\n').find((l) => l.includes('URI="/api/v1/namespaces/default"'))!;
     assert.match(http, /^I\d{4} [\d:.]+ +\d+ [^ ]+:\d+\] "HTTP" verb="GET" URI="\/api\/v1\/namespaces\/default" latency="[\d.]+(ms|µs|s)" userAgent="logging-test\/1.0" audit-ID="[^"]*" srcIP="127\.0\.0\.1:\d+" resp=200$/);
 
@@ -118,7 +112,7 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
     const s = await start(['--vmodule=httplog=3', '--logging-format=json', '--log-flush-frequency=100ms']);
     await call(s, 'GET', '/api/v1/namespaces/kube-system');
     // JSON ignores --vmodule (a klog flag), as Kubernetes: no HTTP line at -v 0.
-    await until('the serving line', () => s.stderr().includes('Serving securely'));
+    await eventually('the serving line', () => s.stderr().includes('Serving securely'));
     const entries = s
       .stderr()
       .split('\n')
@@ -135,11 +129,11 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
 
     const t = await start(['--vmodule=httplog=3', '--log-flush-frequency=100ms']);
     await call(t, 'GET', '/api/v1/namespaces/kube-public');
-    await until('an HTTP line from the vmodule rule', () => /"HTTP" verb="GET" URI="\/api\/v1\/namespaces\/kube-public"/.test(t.stderr()));
+    await eventually('an HTTP line from the vmodule rule', () => /"HTTP" verb="GET" URI="\/api\/v1\/namespaces\/kube-public"/.test(t.stderr()));
 
     const j = await start(['--logging-format=json', '-v', '3', '--log-flush-frequency=100ms']);
     await call(j, 'GET', '/api/v1/namespaces/kube-public');
-    await until('a JSON HTTP line', () => j.stderr().includes('"msg":"HTTP"'));
+    await eventually('a JSON HTTP line', () => j.stderr().includes('"msg":"HTTP"'));
     const http = j
       .stderr()
       .split('\n')
@@ -198,7 +192,7 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
 
   it('--experimental-logging-sanitization is accepted by the binary', async () => {
     const s = await start(['--experimental-logging-sanitization', '--log-flush-frequency=100ms']);
-    await until('the serving line', () => s.stderr().includes('Serving securely'));
+    await eventually('the serving line', () => s.stderr().includes('Serving securely'));
   });
 
   it('--profiling: /debug/pprof/ index, a CPU profile (V8 .cpuprofile) and a heap snapshot', async () => {

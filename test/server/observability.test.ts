@@ -16,6 +16,7 @@ import { requireBinary } from '../helpers/binaries.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { parseServerOptions } from '../../src/server/options.js';
 import { createControlPlane } from '../../src/server/controlplane.js';
+import { eventually } from '../helpers/eventually.js';
 
 const present = requireBinary(undefined, 'kubectl') !== null;
 if (!present && process.env.CI === 'true') throw new Error('kubectl is required under CI=true');
@@ -64,14 +65,6 @@ function help(text: string, name: string): string | undefined {
   return new RegExp(`^# HELP ${name} (.*)$`, 'm').exec(text)?.[1];
 }
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, tries = 100): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('observability and versioning options', () => {
   let c: TestCluster;
@@ -149,14 +142,14 @@ describe('observability and versioning options', () => {
   it('counts watches and long-running requests while they last', { skip }, async () => {
     const ac = new AbortController();
     const watching = call(c, 'GET', '/api/v1/namespaces?watch=true', { signal: ac.signal }).catch(() => undefined);
-    const text = await until('a registered watcher', async () => {
+    const text = await eventually('a registered watcher', async () => {
       const t = await metrics(c);
       return samples(t, 'apiserver_registered_watchers').get('{group="",kind="Namespace",version="v1"}') === 1 ? t : undefined;
     });
     assert.equal(samples(text, 'apiserver_longrunning_requests').get('{component="apiserver",group="",resource="namespaces",scope="cluster",subresource="",verb="WATCH",version="v1"}'), 1);
     ac.abort();
     await watching;
-    await until('the watcher to go', async () => {
+    await eventually('the watcher to go', async () => {
       const t = await metrics(c);
       return samples(t, 'apiserver_registered_watchers').get('{group="",kind="Namespace",version="v1"}') === 0 ? true : undefined;
     });
@@ -167,7 +160,7 @@ describe('observability and versioning options', () => {
     assert.doesNotMatch(text, /apiserver_longrunning_gauge/);
     assert.equal(samples(text, 'disabled_metric_total').get(''), 1);
     // etcd_object_counts was deprecated in 1.22: hidden in 1.23 unless 1.22's hidden metrics are shown.
-    await until('object counts', async () => {
+    await eventually('object counts', async () => {
       const t = await metrics(c);
       return (samples(t, 'etcd_object_counts').get('{resource="namespaces"}') ?? 0) >= 4 ? true : undefined;
     });
@@ -185,7 +178,7 @@ describe('observability and versioning options', () => {
   });
 
   it('reports stored objects, the store size and the process', { skip }, async () => {
-    const text = await until('storage metrics', async () => {
+    const text = await eventually('storage metrics', async () => {
       const t = await metrics(c);
       const objects = samples(t, 'apiserver_storage_objects');
       return (objects.get('{resource="namespaces"}') ?? 0) >= 4 && samples(t, 'apiserver_storage_db_total_size_in_bytes').size > 0 ? t : undefined;
@@ -215,12 +208,12 @@ describe('observability and versioning options', () => {
         metadata: { name: string; labels: Record<string, string> };
         spec: { holderIdentity: string; leaseDurationSeconds: number; renewTime: string };
       }[];
-    const first = await until('the identity lease', async () => ((await leases()).length === 1 ? (await leases())[0] : undefined));
+    const first = await eventually('the identity lease', async () => ((await leases()).length === 1 ? (await leases())[0] : undefined));
     assert.match(first.metadata.name, /^kube-apiserver-[0-9a-f-]{36}$/);
     assert.equal(first.spec.holderIdentity, first.metadata.name);
     assert.equal(first.spec.leaseDurationSeconds, 2);
     assert.match(first.spec.renewTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
-    await until('a renewal', async () => ((await leases())[0]!.spec.renewTime > first.spec.renewTime ? true : undefined));
+    await eventually('a renewal', async () => ((await leases())[0]!.spec.renewTime > first.spec.renewTime ? true : undefined));
 
     const stale = {
       apiVersion: 'coordination.k8s.io/v1',
@@ -229,7 +222,7 @@ describe('observability and versioning options', () => {
       spec: { holderIdentity: 'kube-apiserver-stale', leaseDurationSeconds: 1, renewTime: '2020-01-01T00:00:00.000000Z' },
     };
     await ok(c, ['create', '-f', '-'], JSON.stringify(stale));
-    await until('the stale lease to be collected', async () => ((await leases()).some((l) => l.metadata.name === 'kube-apiserver-stale') ? undefined : true));
+    await eventually('the stale lease to be collected', async () => ((await leases()).some((l) => l.metadata.name === 'kube-apiserver-stale') ? undefined : true));
     assert.deepEqual((await leases()).map((l) => l.metadata.name), [first.metadata.name]);
   });
 
@@ -348,7 +341,7 @@ describe('observability and versioning options', () => {
       });
       await sleep(200);
       const body = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });
-      const refused = await call({ ...t, token: 'user-token' } as TestCluster, 'POST', '/api/v1/namespaces/default/configmaps', { body });
+      const refused = await call({ ...t, token: 'user-token' }, 'POST', '/api/v1/namespaces/default/configmaps', { body });
       assert.equal(refused.status, 429);
       assert.equal(await held, 504);
       const text = await t.cp.server.metrics.render();

@@ -9,6 +9,7 @@ import { isStorageError, type StorageError, type StorageErrorCode } from '../../
 import type { KV, Watch, WatchEvent } from '../../src/storage/interface.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { startEtcd, type EtcdProcess } from '../helpers/etcd.js';
+import { eventually } from '../helpers/eventually.js';
 
 const etcdBin = requireBinary(undefined, 'etcd');
 
@@ -62,17 +63,6 @@ async function expectQuiet(
   return { pending };
 }
 
-async function eventually<T>(fn: () => Promise<T>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await sleep(100);
-    }
-  }
-}
 
 void describe('etcd backend', { skip: etcdBin ? false : 'etcd not installed' }, () => {
   let etcd: EtcdProcess;
@@ -431,7 +421,7 @@ void describe('etcd backend', { skip: etcdBin ? false : 'etcd not installed' }, 
 
       await etcd.start();
       const t0 = Date.now();
-      await eventually(() => store.get('/outage/before'), 10_000);
+      await eventually('a read after the outage', () => store.get('/outage/before'), { retryErrors: true, intervalMs: 100 });
       const recovery = Date.now() - t0;
       assert.ok(recovery < 5000, `recovered after ${recovery} ms`);
       const updated = await store.update('/outage/before', enc('y'), first.modRevision);
@@ -440,13 +430,13 @@ void describe('etcd backend', { skip: etcdBin ? false : 'etcd not installed' }, 
       assert.equal(e1.kv.modRevision, updated.modRevision);
       assert.equal(e2.kv.modRevision, made.modRevision);
       // The file's main store recovers too.
-      await eventually(() => kv.get('/outage/after'), 10_000);
+      await eventually('a read after the restart', () => kv.get('/outage/after'), { retryErrors: true, intervalMs: 100 });
 
       // A write made by another client while this watch's stream is down is not lost either.
       await etcd.kill();
       await sleep(300);
       await etcd.start();
-      const again = await eventually(() => kv.create('/outage/after-kill', enc('k')), 10_000);
+      const again = await eventually('a create after the kill', () => kv.create('/outage/after-kill', enc('k')), { retryErrors: true, intervalMs: 100 });
       const [e3] = await take(it, 1, 10_000);
       assert.equal(e3.kv.modRevision, again.modRevision);
       w.close();
