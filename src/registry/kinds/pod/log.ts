@@ -6,7 +6,6 @@
  * node's preferred address (the server's --orchlet-preferred-address-types order; a Hostname that does
  * not resolve is skipped) and its daemonEndpoints port. A pod not bound to a node has no log: null.
  */
-import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { apiErrors } from '../../errors.js';
 import type { ConnectLocation, ConnectorSubresource, KObject, SubresourceContext } from '../../kind.js';
@@ -86,6 +85,8 @@ export function agentLogQuery(query: URLSearchParams, podName: string): URLSearc
 async function resolves(host: string): Promise<boolean> {
   if (isIP(host) !== 0) return true;
   try {
+    // node:dns/promises is loaded here, on the first host name to resolve, not at every start (~30 ms).
+    const { lookup } = await import('node:dns/promises');
     await lookup(host);
     return true;
   } catch {
