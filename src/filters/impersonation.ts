@@ -113,7 +113,8 @@ export function withImpersonation(next: Handler, deps: { authorizer: AccessAutho
     if (h[USER_HEADER] === undefined && h[GROUP_HEADER] === undefined && h[UID_HEADER] === undefined && !Object.keys(h).some((k) => k.startsWith(EXTRA_PREFIX))) {
       return next(req, res);
     }
-    const distinct = distinctHeaders(req.rawHeaders);
+    // In-process requests may come without raw headers: then each joined header is one value.
+    const distinct = Array.isArray(req.rawHeaders) ? distinctHeaders(req.rawHeaders) : Object.fromEntries(Object.entries(h).map(([k, v]) => [k, headerValues(v)]));
     let requests: ImpersonationRequest[];
     try {
       requests = impersonationRequests(distinct);
