@@ -199,6 +199,7 @@ export async function main(argv: string[]): Promise<void> {
     process.stderr.write(`${PROGRAM}: ${level === 'error' ? 'E' : 'I'} ${message}\n`);
   };
   for (const w of options.configWarnings) log('error', w);
+  const agentRef: { current?: Agent } = {};
   let agent: Agent;
   try {
     if (process.platform === 'linux') checkSwap(options.failSwapOn, readFileSync('/proc/swaps', 'utf8'));
@@ -207,11 +208,13 @@ export async function main(argv: string[]): Promise<void> {
       if (options.exitOnLockContention) {
         watchLockContention(options.lockFile, () => {
           log('info', `another agent wants the lock file ${options.lockFile}: exiting (--exit-on-lock-contention)`);
-          process.exit(0);
+          // As on SIGTERM: the process runtime's pods stop with the agent, a CRI runtime's stay for the next one.
+          void (agentRef.current?.stop() ?? Promise.resolve()).finally(() => process.exit(0));
         });
       }
     }
     agent = new Agent(await agentConfigFromOptions(options, log));
+    agentRef.current = agent;
   } catch (err) {
     fail(PROGRAM, err);
   }
