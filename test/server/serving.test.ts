@@ -514,7 +514,8 @@ void describe('authentication', () => {
     const dir = await mkdtemp(join(tmpdir(), 'orch-authz-'));
     try {
       const base = await baseConfig(dir, []);
-      await assert.rejects(createApiServer({ ...base, authorizationModes: ['RBAC'] }), /authorization-mode "RBAC" is not a valid mode/);
+      await assert.rejects(createApiServer({ ...base, authorizationModes: ['Foo'] }), /authorization-mode "Foo" is not a valid mode/);
+      await assert.rejects(createApiServer({ ...base, authorizationModes: ['RBAC', 'RBAC'] }), /authorization-mode "RBAC" has mode specified more than once/);
       await assert.rejects(createApiServer({ ...base, authorizationModes: [] }), /at least one authorization-mode/);
     } finally {
       await rm(dir, { recursive: true, force: true });
