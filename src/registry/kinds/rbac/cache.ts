@@ -35,9 +35,12 @@ export class ObjectCache {
     });
   }
 
-  /** Resolves once the first list is in; starts it on first call. */
+  /** Resolves once the first list is in; starts it on first call (again after a failed list). */
   ready(): Promise<void> {
-    this.loaded ??= this.load();
+    this.loaded ??= this.load().catch((err: unknown) => {
+      this.loaded = undefined;
+      throw err;
+    });
     return this.loaded;
   }
 

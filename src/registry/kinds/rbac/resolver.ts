@@ -109,7 +109,13 @@ export class RuleResolver {
 
   /** Resolves once every cache has its first list (started on first call). */
   ready(): Promise<void> {
-    this.readyPromise ??= Promise.all(this.caches.map((c) => c.ready())).then(() => undefined);
+    this.readyPromise ??= Promise.all(this.caches.map((c) => c.ready())).then(
+      () => undefined,
+      (err: unknown) => {
+        this.readyPromise = undefined;
+        throw err;
+      },
+    );
     return this.readyPromise;
   }
 
