@@ -8,14 +8,20 @@ import { isStatusError } from '../registry/errors.js';
 import type { KObject } from '../registry/kind.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceStore } from '../registry/store.js';
-import { AUTOUPDATE_ANNOTATION, bootstrapClusterRoleBindings, bootstrapClusterRoles } from '../registry/kinds/rbac/policy.js';
+import {
+  AUTOUPDATE_ANNOTATION,
+  bootstrapClusterRoleBindings,
+  bootstrapClusterRoles,
+  bootstrapNamespaceRoleBindings,
+  bootstrapNamespaceRoles,
+} from '../registry/kinds/rbac/policy.js';
 import { RBAC_GROUP, type Subject } from '../registry/kinds/rbac/resolver.js';
 import { covers, type PolicyRule } from '../registry/kinds/rbac/rules.js';
 
 /** The identity the server writes its own policy as. */
 export const BOOTSTRAP_USER = { name: 'system:apiserver', groups: ['system:masters', 'system:authenticated'] };
 
-const scope = { namespace: '', user: BOOTSTRAP_USER };
+const scopeOf = (obj: KObject) => ({ namespace: obj.metadata?.namespace ?? '', user: BOOTSTRAP_USER });
 
 /** Later maps win: existing labels and annotations keep their values. */
 const merge = (...maps: (Record<string, string> | undefined)[]) => Object.assign({}, ...maps.filter(Boolean)) as Record<string, string>;
@@ -82,6 +88,7 @@ function reconcileBinding(expected: KObject, existing: KObject): KObject | undef
 
 async function reconcileOne(store: ResourceStore, expected: KObject, reconcile: (e: KObject, x: KObject) => KObject | undefined): Promise<void> {
   const name = expected.metadata!.name!;
+  const scope = scopeOf(expected);
   let existing: KObject;
   try {
     existing = await store.get(scope, name);
@@ -110,11 +117,16 @@ async function reconcileOne(store: ResourceStore, expected: KObject, reconcile: 
   });
 }
 
-/** Creates or updates every bootstrap cluster role and binding. */
+/** Creates or updates every bootstrap role and binding (the namespaces kube-system and kube-public exist). */
 export async function reconcileBootstrapPolicy(registry: Registry): Promise<void> {
-  const roles = registry.store(RBAC_GROUP, 'v1', 'clusterroles');
-  const bindings = registry.store(RBAC_GROUP, 'v1', 'clusterrolebindings');
-  if (!roles || !bindings) return;
-  for (const r of bootstrapClusterRoles()) await reconcileOne(roles, r, reconcileRole);
-  for (const b of bootstrapClusterRoleBindings()) await reconcileOne(bindings, b, reconcileBinding);
+  const store = (resource: string) => registry.store(RBAC_GROUP, 'v1', resource);
+  const [roles, bindings, nsRoles, nsBindings] = [store('clusterroles'), store('clusterrolebindings'), store('roles'), store('rolebindings')];
+  if (!roles || !bindings || !nsRoles || !nsBindings) return;
+  // Each object is independent of the others: they are reconciled concurrently (one storage commit per turn).
+  await Promise.all([
+    ...bootstrapClusterRoles().map((r) => reconcileOne(roles, r, reconcileRole)),
+    ...bootstrapClusterRoleBindings().map((b) => reconcileOne(bindings, b, reconcileBinding)),
+    ...bootstrapNamespaceRoles().map((r) => reconcileOne(nsRoles, r, reconcileRole)),
+    ...bootstrapNamespaceRoleBindings().map((b) => reconcileOne(nsBindings, b, reconcileBinding)),
+  ]);
 }

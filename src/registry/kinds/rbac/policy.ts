@@ -188,6 +188,23 @@ export function bootstrapClusterRoles(): KObject[] {
       core(['get', 'list', 'watch', 'update', 'patch'], 'persistentvolumeclaims'),
     ]),
     clusterRole('system:service-account-issuer-discovery', [urls(['get'], ['/.well-known/openid-configuration', '/openid/v1/jwks'])]),
+    clusterRole('system:heapster', [core(READ, 'events', 'pods', 'nodes', 'namespaces'), rule(READ, ['extensions'], ['deployments'])]),
+    clusterRole('system:kube-aggregator', [core(READ, 'endpoints', 'services')]),
+    clusterRole('system:kube-dns', [core(['list', 'watch'], 'endpoints', 'services')]),
+    clusterRole('system:kubelet-api-admin', [core(READ, 'nodes'), core(['proxy'], 'nodes'), core(['*'], 'nodes/proxy', 'nodes/metrics', 'nodes/stats', 'nodes/log')]),
+    clusterRole('system:node-problem-detector', [core(['get'], 'nodes'), core(['patch'], 'nodes/status'), events()]),
+    clusterRole('system:persistent-volume-provisioner', [
+      core(['get', 'list', 'watch', 'create', 'delete'], 'persistentvolumes'),
+      core(['get', 'list', 'watch', 'update'], 'persistentvolumeclaims'),
+      rule(READ, ['storage.k8s.io'], ['storageclasses']),
+      core(['watch'], 'events'),
+      events(),
+    ]),
+    clusterRole('system:certificates.k8s.io:certificatesigningrequests:nodeclient', [rule(['create'], ['certificates.k8s.io'], ['certificatesigningrequests/nodeclient'])]),
+    clusterRole('system:certificates.k8s.io:certificatesigningrequests:selfnodeclient', [rule(['create'], ['certificates.k8s.io'], ['certificatesigningrequests/selfnodeclient'])]),
+    ...['kube-apiserver-client', 'kube-apiserver-client-kubelet', 'kubelet-serving', 'legacy-unknown'].map((signer) =>
+      clusterRole(`system:certificates.k8s.io:${signer}-approver`, [rule(['approve'], ['certificates.k8s.io'], ['signers'], [`kubernetes.io/${signer}`])]),
+    ),
     ...Object.entries(CONTROLLER_ROLES).map(([name, rules]) => clusterRole(`system:controller:${name}`, rules)),
   ];
 }
@@ -206,6 +223,54 @@ export function bootstrapClusterRoleBindings(): KObject[] {
     clusterRoleBinding('system:volume-scheduler', 'system:volume-scheduler', [user('system:kube-scheduler')]),
     clusterRoleBinding('system:node', 'system:node', []),
     clusterRoleBinding('system:service-account-issuer-discovery', 'system:service-account-issuer-discovery', [group('system:serviceaccounts')]),
+    clusterRoleBinding('system:kube-dns', 'system:kube-dns', [sa('kube-dns')]),
     ...Object.keys(CONTROLLER_ROLES).map((name) => clusterRoleBinding(`system:controller:${name}`, `system:controller:${name}`, [sa(name)])),
+  ];
+}
+
+function role(namespace: string, name: string, rules: PolicyRule[]): KObject {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'Role',
+    metadata: { name, namespace, labels: { ...BOOTSTRAP_LABELS }, annotations: { [AUTOUPDATE_ANNOTATION]: 'true' } },
+    rules,
+  };
+}
+
+function roleBinding(namespace: string, name: string, roleName: string, subjects: SubjectSpec[]): KObject {
+  const b = clusterRoleBinding(name, roleName, subjects);
+  return { ...b, kind: 'RoleBinding', metadata: { ...b.metadata, namespace }, roleRef: { apiGroup: RBAC_GROUP, kind: 'Role', name: roleName } };
+}
+
+/** NamespaceRoles(): the roles of kube-system and kube-public. */
+export function bootstrapNamespaceRoles(): KObject[] {
+  const leaderLocking = (name: string) => [core(['watch'], 'configmaps'), rule(['get', 'update'], [''], ['configmaps'], [name])];
+  return [
+    role('kube-system', 'extension-apiserver-authentication-reader', [rule(READ, [''], ['configmaps'], ['extension-apiserver-authentication'])]),
+    role('kube-system', 'system::leader-locking-kube-controller-manager', leaderLocking('kube-controller-manager')),
+    role('kube-system', 'system::leader-locking-kube-scheduler', leaderLocking('kube-scheduler')),
+    role('kube-system', 'system:controller:bootstrap-signer', [core(READ, 'secrets')]),
+    role('kube-system', 'system:controller:cloud-provider', [core(['create', 'get', 'list', 'watch'], 'configmaps')]),
+    role('kube-system', 'system:controller:token-cleaner', [core(['delete', 'get', 'list', 'watch'], 'secrets'), events()]),
+    role('kube-public', 'system:controller:bootstrap-signer', [core(READ, 'configmaps'), rule(['update'], [''], ['configmaps'], ['cluster-info']), events()]),
+  ];
+}
+
+/** NamespaceRoleBindings(). */
+export function bootstrapNamespaceRoleBindings(): KObject[] {
+  return [
+    roleBinding('kube-system', 'system::extension-apiserver-authentication-reader', 'extension-apiserver-authentication-reader', [
+      user('system:kube-controller-manager'),
+      user('system:kube-scheduler'),
+    ]),
+    roleBinding('kube-system', 'system::leader-locking-kube-controller-manager', 'system::leader-locking-kube-controller-manager', [
+      user('system:kube-controller-manager'),
+      sa('kube-controller-manager'),
+    ]),
+    roleBinding('kube-system', 'system::leader-locking-kube-scheduler', 'system::leader-locking-kube-scheduler', [user('system:kube-scheduler'), sa('kube-scheduler')]),
+    roleBinding('kube-system', 'system:controller:bootstrap-signer', 'system:controller:bootstrap-signer', [sa('bootstrap-signer')]),
+    roleBinding('kube-system', 'system:controller:cloud-provider', 'system:controller:cloud-provider', [sa('cloud-provider')]),
+    roleBinding('kube-system', 'system:controller:token-cleaner', 'system:controller:token-cleaner', [sa('token-cleaner')]),
+    roleBinding('kube-public', 'system:controller:bootstrap-signer', 'system:controller:bootstrap-signer', [sa('bootstrap-signer')]),
   ];
 }
