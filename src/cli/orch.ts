@@ -1,10 +1,11 @@
 /**
  * `orch`: the all-in-one local cluster for development (`npm start`). In one process: orch-apiserver on the
- * embedded store under --home, with an admin token, and one orchlet (built-in process runtime, node name =
- * the host name, node IP 127.0.0.1, root dir <home>/orchlet, static pods from <home>/manifests) registered
- * with it. Writes <home>/admin.kubeconfig (for kubectl) and <home>/orchlet.kubeconfig (the agent's
- * credentials), prints one line saying how to use kubectl, and stops the agent then the server on
- * SIGINT/SIGTERM.
+ * embedded store under --home, with Node and RBAC authorization, and one orchlet (built-in process runtime,
+ * node name = the host name, node IP 127.0.0.1, root dir <home>/orchlet, static pods from <home>/manifests)
+ * registered with it under its own node identity (system:node:<name>). Writes <home>/admin.kubeconfig (for
+ * kubectl: a client certificate of user admin in group system:masters, issued by <home>/pki/client-ca) and
+ * <home>/orchlet.kubeconfig (the agent's credentials), prints one line saying how to use kubectl, and stops
+ * the agent then the server on SIGINT/SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { Agent, nodeNameOf } from '../agent/agent.js';
 import { parseAgentOptions } from '../agent/options.js';
 import { parseServerOptions } from '../server/options.js';
 import { createControlPlane } from '../server/controlplane.js';
+import { makeCA, makeClientCert, type CertAndKey } from '../server/certs.js';
 import { flag, formatHelp, parseFlags, toOptions } from '../util/flags.js';
 import { versionLine } from '../util/version.js';
 import { agentConfigFromOptions } from './orchlet.js';
@@ -42,12 +44,44 @@ async function tokenFor(tokenFile: string, user: string, groups: string): Promis
   return token;
 }
 
-function kubeconfig(server: string, caCert: string, user: string, token: string): string {
+/** The client CA of <home>/pki (made on first start): it signs the admin's certificate. */
+async function clientCA(home: string): Promise<{ caFile: string; ca: CertAndKey }> {
+  const dir = join(home, 'pki');
+  const caFile = join(dir, 'client-ca.crt');
+  const keyFile = join(dir, 'client-ca.key');
+  if (existsSync(caFile) && existsSync(keyFile)) return { caFile, ca: { cert: await readFile(caFile, 'utf8'), key: await readFile(keyFile, 'utf8') } };
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const ca = await makeCA('orch-client-ca');
+  await writeFile(keyFile, ca.key, { mode: 0o600 });
+  await writeFile(caFile, ca.cert, { mode: 0o644 });
+  return { caFile, ca };
+}
+
+/** The admin's client certificate (CN admin, O system:masters), made on first start. */
+async function adminCert(home: string, ca: CertAndKey): Promise<CertAndKey> {
+  const certFile = join(home, 'pki', 'admin.crt');
+  const keyFile = join(home, 'pki', 'admin.key');
+  if (existsSync(certFile) && existsSync(keyFile)) return { cert: await readFile(certFile, 'utf8'), key: await readFile(keyFile, 'utf8') };
+  const pair = await makeClientCert({ caCert: ca.cert, caKey: ca.key, commonName: 'admin', organizations: ['system:masters'] });
+  await writeFile(keyFile, pair.key, { mode: 0o600 });
+  await writeFile(certFile, pair.cert, { mode: 0o644 });
+  return pair;
+}
+
+type Credentials = { token: string } | { cert: CertAndKey };
+
+function kubeconfig(server: string, caCert: string, user: string, credentials: Credentials): string {
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'orch', cluster: { server, 'certificate-authority-data': Buffer.from(caCert).toString('base64') } }],
-    users: [{ name: user, user: { token } }],
+    clusters: [{ name: 'orch', cluster: { server, 'certificate-authority-data': b64(caCert) } }],
+    users: [
+      {
+        name: user,
+        user: 'token' in credentials ? { token: credentials.token } : { 'client-certificate-data': b64(credentials.cert.cert), 'client-key-data': b64(credentials.cert.key) },
+      },
+    ],
     contexts: [{ name: 'orch', context: { cluster: 'orch', user } }],
     'current-context': 'orch',
   });
@@ -73,7 +107,8 @@ export async function main(argv: string[]): Promise<void> {
     await mkdir(home, { recursive: true, mode: 0o700 });
     await chmod(home, 0o700);
     const tokenFile = join(home, 'tokens.csv');
-    const adminToken = await tokenFor(tokenFile, 'admin', 'system:masters');
+    const { caFile, ca } = await clientCA(home);
+    const admin = await adminCert(home, ca);
     const nodeName = nodeNameOf(undefined);
     const nodeToken = o.noNode ? '' : await tokenFor(tokenFile, `system:node:${nodeName}`, 'system:nodes');
     const options = parseServerOptions([
@@ -81,17 +116,19 @@ export async function main(argv: string[]): Promise<void> {
       '--bind-address=127.0.0.1',
       `--data-dir=${join(home, 'data')}`,
       `--cert-dir=${join(home, 'certs')}`,
-      `--token-auth-file=${tokenFile}`,
+      ...(existsSync(tokenFile) ? [`--token-auth-file=${tokenFile}`] : []),
+      `--client-ca-file=${caFile}`,
+      '--authorization-mode=Node,RBAC',
     ]);
     const cp = await createControlPlane(options, { securePort: o.securePort });
     await cp.start();
     const url = `https://127.0.0.1:${cp.server.port}`;
     const kubeconfigPath = join(home, 'admin.kubeconfig');
-    await writeFile(kubeconfigPath, kubeconfig(url, cp.server.caCert, 'admin', adminToken), { mode: 0o600 });
+    await writeFile(kubeconfigPath, kubeconfig(url, cp.server.caCert, 'admin', { cert: admin }), { mode: 0o600 });
     let agent: Agent | undefined;
     if (!o.noNode) {
       const agentKubeconfig = join(home, 'orchlet.kubeconfig');
-      await writeFile(agentKubeconfig, kubeconfig(url, cp.server.caCert, `system:node:${nodeName}`, nodeToken), { mode: 0o600 });
+      await writeFile(agentKubeconfig, kubeconfig(url, cp.server.caCert, `system:node:${nodeName}`, { token: nodeToken }), { mode: 0o600 });
       const rootDir = join(home, 'orchlet');
       await mkdir(join(home, 'manifests'), { recursive: true, mode: 0o700 });
       const agentOptions = parseAgentOptions([
