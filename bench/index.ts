@@ -4,6 +4,7 @@
  */
 import { benchApi } from './api.js';
 import { benchAudit } from './audit.js';
+import { benchPodStart } from './podstart.js';
 import { benchAuthz } from './authz.js';
 import { benchStartup } from './startup.js';
 import { benchStorage } from './storage.js';
@@ -13,6 +14,7 @@ const benches: Record<string, (scale: number) => Promise<unknown>> = {
   api: benchApi,
   startup: benchStartup,
   audit: benchAudit,
+  podstart: benchPodStart,
   authz: benchAuthz,
 };
 

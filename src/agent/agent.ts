@@ -229,12 +229,14 @@ export class Agent implements ServerHost {
     }
   }
 
-  /** The pods that run or may run (admitted, not finished, not being deleted): kubelet's active pods. */
+  /** The UIDs of the pods that run or may run (admitted, not finished, not being deleted): kubelet's active pods. */
+  private activeUids(): string[] {
+    return this.workers.uids().filter((uid) => this.workers.state(uid) === 'syncing' && this.syncer.verdictOf(uid) === undefined);
+  }
+
   private activePods(): Pod[] {
-    return this.merge.pods().filter((p) => {
-      const state = this.workers.state(p.metadata.uid);
-      return state === 'syncing' && this.syncer.verdictOf(p.metadata.uid) === undefined;
-    });
+    const active = new Set(this.activeUids());
+    return this.merge.pods().filter((p) => active.has(p.metadata.uid));
   }
 
   /**
@@ -249,7 +251,7 @@ export class Agent implements ServerHost {
     let message = refusal;
     if (message === undefined) {
       const capacity = this.config.maxPods ?? 110;
-      const used = this.activePods().filter((p) => p.metadata.uid !== pod.metadata.uid).length;
+      const used = this.activeUids().filter((uid) => uid !== pod.metadata.uid).length;
       if (used + 1 > capacity) {
         reason = 'OutOfpods';
         message = `Node didn't have enough resource: pods, requested: 1, used: ${used}, capacity: ${capacity}`;

@@ -76,7 +76,7 @@ export class ApiMode {
       nodeName: c.node.nodeName,
       nodeUID: () => this.nodeManager?.nodeUID,
       onMirror: () => {
-        for (const uid of d.statusManager.all().keys()) this.statusSync.mark(uid);
+        for (const uid of d.statusManager.uids()) this.statusSync.mark(uid);
       },
       log: d.log,
     });

@@ -30,6 +30,17 @@ export class StatusManager {
     return e ? structuredClone(e.status) : undefined;
   }
 
+  /** One pod's entry (a copy), or undefined. */
+  getEntry(uid: string): PodStatusEntry | undefined {
+    const e = this.entries.get(uid);
+    return e ? structuredClone(e) : undefined;
+  }
+
+  /** The UIDs of every pod with a status. */
+  uids(): string[] {
+    return [...this.entries.keys()];
+  }
+
   /** Every pod with a status, keyed by UID. */
   all(): Map<string, PodStatusEntry> {
     return new Map([...this.entries].map(([k, v]) => [k, structuredClone(v)]));

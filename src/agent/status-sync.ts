@@ -2,8 +2,8 @@
 // manager says which pods' statuses changed; this keeps a set of dirty pods and sends each one's
 // newest status with one strategic-merge PATCH of pods/<name>/status carrying metadata.uid, so a pod
 // that was replaced under the same name is never written. Changes that arrive while a pod waits for
-// the rate limiter fold into one request: a pod is posted at most once per token, never once per
-// transition. A status equal to the one last posted is not sent again. Every 10 s all pods are
+// the rate limiter fold into one request: a worker takes its token first and only then reads the
+// pod's status, so a pod is posted at most once per token, never once per transition. A status equal to the one last posted is not sent again. Every 10 s all pods are
 // checked again (a failed post, a recreated mirror pod).
 //
 // Static pods are posted to their mirror pods (the mirror's uid and name); a static pod without a
@@ -50,7 +50,7 @@ export class StatusSync {
       else this.posted.delete(uid);
     });
     this.timer = setInterval(() => {
-      for (const uid of this.o.statusManager.all().keys()) this.mark(uid);
+      for (const uid of this.o.statusManager.uids()) this.mark(uid);
     }, this.o.periodMs ?? 10_000);
     this.timer.unref();
   }
@@ -65,7 +65,7 @@ export class StatusSync {
   mark(uid: string): void {
     if (this.stopped) return;
     this.dirty.add(uid);
-    while (this.workers < (this.o.concurrency ?? 4) && this.dirty.size > this.workers) {
+    while (this.workers < (this.o.concurrency ?? 16) && this.dirty.size > this.workers) {
       this.workers++;
       void this.work().finally(() => this.workers--);
     }
@@ -76,6 +76,15 @@ export class StatusSync {
     await this.inFlight.get(uid);
     this.dirty.delete(uid);
     await this.send(uid);
+  }
+
+  /** Whether the pod has a status that differs from the one last posted (checked without a token). */
+  private pending(uid: string): boolean {
+    const entry = this.o.statusManager.getEntry(uid);
+    if (!entry) return false;
+    const target = this.o.target(entry.pod);
+    if (!target) return false;
+    return this.posted.get(uid) !== `${target.uid}:${JSON.stringify(entry.status)}`;
   }
 
   private async work(): Promise<void> {
@@ -90,15 +99,21 @@ export class StatusSync {
   }
 
   private async send(uid: string): Promise<void> {
-    const entry = this.o.statusManager.all().get(uid);
-    if (!entry) return;
-    const target = this.o.target(entry.pod);
-    if (!target) return;
+    if (!this.pending(uid)) return;
+    // Wait for the rate limiter before reading the status: what is posted is the newest one.
+    await this.o.client.limiter.take();
+    const entry = this.o.statusManager.getEntry(uid);
+    const target = entry ? this.o.target(entry.pod) : undefined;
+    if (!entry || !target) return;
     const body = JSON.stringify(entry.status);
     const sig = `${target.uid}:${body}`;
     if (this.posted.get(uid) === sig) return;
     try {
-      await this.o.client.patch(`/api/v1/namespaces/${target.namespace}/pods/${target.name}/status`, statusPatch(target, entry.status), 'strategic');
+      await this.o.client.request('PATCH', `/api/v1/namespaces/${target.namespace}/pods/${target.name}/status`, {
+        body: statusPatch(target, entry.status),
+        contentType: 'application/strategic-merge-patch+json',
+        tokenTaken: true,
+      });
       this.posted.set(uid, sig);
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) return; // the pod is gone or was replaced: nothing to write

@@ -38,6 +38,8 @@ export interface RequestOptions {
   contentType?: string;
   /** Gives up after this many ms (default 60 s; watches set their own). */
   timeoutMs?: number;
+  /** The caller already took this request's token from `limiter` (to build the body after waiting). */
+  tokenTaken?: boolean;
 }
 
 export interface WatchEvent {
@@ -115,7 +117,7 @@ export class ApiClient {
 
   /** One request; resolves with the decoded JSON answer, rejects with ApiError (or a transport error). */
   async request<T = Json>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    await this.limiter.take();
+    if (opts.tokenTaken !== true) await this.limiter.take();
     const res = await this.send(method, path, opts);
     const text = await readAll(res);
     const code = res.statusCode ?? 0;

@@ -6,6 +6,10 @@
 // pod changed (spec, labels, annotations other than config.seen, deletionTimestamp), DELETE for a
 // UID that left the snapshot. A source therefore never computes differences itself.
 //
+// A source hands over a pod object and never changes it afterwards: the same object in a later
+// snapshot is taken as unchanged without being copied or compared (the API source's store keeps
+// unchanged pods as the same objects, so a 100-pod watch does not cost 100 copies per event).
+//
 // Pods whose full name (namespace/name) repeats within a source are dropped after the first, as
 // kubelet does ("duplicate pod name"). The first time a UID is seen it is stamped with
 // kubernetes.io/config.seen; later snapshots keep that stamp.
@@ -39,6 +43,8 @@ export interface MergeOptions {
 
 export class PodMerge {
   private readonly bySource = new Map<SourceName, Map<string, Pod>>();
+  /** Per source, the object each UID arrived as last time: the same object again is unchanged (no copy, no compare). */
+  private readonly lastIncoming = new Map<SourceName, Map<string, Pod>>();
   private readonly now: () => Date;
 
   constructor(private readonly options: MergeOptions = {}) {
@@ -56,6 +62,8 @@ export class PodMerge {
     const names = new Set<string>();
     const added: Pod[] = [];
     const updated: Pod[] = [];
+    const lastIncoming = this.lastIncoming.get(snapshot.source) ?? new Map<string, Pod>();
+    const incomingNow = new Map<string, Pod>();
     for (const incoming of snapshot.pods) {
       const full = podFullName(incoming);
       if (names.has(full) || next.has(incoming.metadata.uid)) {
@@ -63,6 +71,12 @@ export class PodMerge {
         continue;
       }
       names.add(full);
+      incomingNow.set(incoming.metadata.uid, incoming);
+      const kept = previous.get(incoming.metadata.uid);
+      if (kept !== undefined && lastIncoming.get(incoming.metadata.uid) === incoming) {
+        next.set(incoming.metadata.uid, kept);
+        continue;
+      }
       const pod = structuredClone(incoming);
       const old = previous.get(pod.metadata.uid);
       const seen = old?.metadata.annotations?.[CONFIG_SEEN_ANNOTATION] ?? rfc3339Nano(this.now());
@@ -74,6 +88,7 @@ export class PodMerge {
     }
     const deleted = [...previous.values()].filter((p) => !next.has(p.metadata.uid));
     this.bySource.set(snapshot.source, next);
+    this.lastIncoming.set(snapshot.source, incomingNow);
     const out: PodUpdate[] = [];
     const push = (op: PodOp, pods: Pod[]): void => {
       if (pods.length > 0) out.push({ op, source: snapshot.source, pods: pods.map((p) => structuredClone(p)) });

@@ -1,0 +1,248 @@
+/**
+ * Pod start latency (issue 6, item 11): 100 pods bound to one node are created at once; each pod's
+ * latency runs from just before its create request is sent to the moment a watch shows it Running.
+ * The server (bin/orch-apiserver) and the agent (bin/orchlet, built-in process runtime) each run
+ * as their own process. Two runs: `--orch-api-qps=50 --orch-api-burst=100` and the defaults (5/10);
+ * each reports p50, p99 and the slowest pod, and the pod status PATCHes the server received
+ * (its apiserver_request_total), per pod. Target: p99 under 500 ms at 50/100.
+ *
+ * The pods opt out of the service account token volume (automountServiceAccountToken: false) so
+ * the figures measure the agent's start and status path, not token issuance.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../test/helpers/ports.js';
+import { Client, startServerProcess, type BenchServer } from './api.js';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+type Json = Record<string, any>;
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+}
+
+/** The server's count of pod status PATCHes (apiserver_request_total). */
+async function statusPatches(client: Client): Promise<number> {
+  const text = await client.expect(200, 'GET', '/metrics');
+  let n = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    if (line.includes('resource="pods"') && line.includes('subresource="status"') && line.includes('verb="PATCH"')) n += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return n;
+}
+
+/** Watches the pods of a namespace over HTTPS; calls onRunning(name, time) when a pod is first seen Running. */
+function watchRunning(server: BenchServer, ns: string, onRunning: (name: string, at: number) => void): { stop(): void; ready: Promise<void> } {
+  let ready!: () => void;
+  const readyP = new Promise<void>((r) => (ready = r));
+  const seen = new Set<string>();
+  const req = request(`${server.url}/api/v1/namespaces/${ns}/pods?watch=1`, { ca: server.caCert, headers: { authorization: `Bearer ${server.token}` } }, (res) => {
+    ready();
+    let buf = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => {
+      const at = performance.now();
+      buf += chunk;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (line.trim() === '') continue;
+        const e = JSON.parse(line) as Json;
+        const name = String(e.object?.metadata?.name);
+        if (e.object?.status?.phase === 'Running' && !seen.has(name)) {
+          seen.add(name);
+          onRunning(name, at);
+        }
+      }
+    });
+    res.on('error', () => {});
+  });
+  req.on('error', () => {});
+  req.end();
+  return { stop: () => req.destroy(), ready: readyP };
+}
+
+async function startAgent(server: BenchServer, dir: string, node: string, qpsArgs: string[]): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
+  await mkdir(dir, { recursive: true });
+  const kubeconfig = join(dir, 'orchlet.kubeconfig');
+  await writeFile(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: server.url, 'certificate-authority-data': Buffer.from(server.caCert).toString('base64') } }],
+      users: [{ name: 'u', user: { token: server.token } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    }),
+  );
+  const args = [
+    // e.g. BENCH_AGENT_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the agent
+    ...(process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    join(REPO, 'bin', 'orchlet'),
+    `--orchconfig=${kubeconfig}`,
+    `--root-dir=${join(dir, 'root')}`,
+    `--cert-dir=${join(dir, 'pki')}`,
+    `--hostname-override=${node}`,
+    '--node-ip=127.0.0.1',
+    '--address=127.0.0.1',
+    `--port=${await freePort()}`,
+    '--read-only-port=0',
+    '--healthz-port=0',
+    '--max-pods=250',
+    '--node-status-update-frequency=2s',
+    ...qpsArgs,
+  ];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (c: string) => (err += c.length > 0 && err.length < 1_000_000 ? c : ''));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  await new Promise<void>((resolve, reject) => {
+    const check = setInterval(() => {
+      if (/running registering/.test(err)) {
+        clearInterval(check);
+        resolve();
+      }
+    }, 50);
+    child.once('exit', (code) => {
+      clearInterval(check);
+      reject(new Error(`orchlet exited with ${code}: ${err.slice(-2000)}`));
+    });
+  });
+  return {
+    child,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+async function waitNodeReady(client: Client, node: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const r = await client.request('GET', `/api/v1/nodes/${node}`);
+    if (r.status === 200) {
+      const n = JSON.parse(r.body) as Json;
+      if ((n.status?.conditions as Json[] | undefined)?.some((c) => c.type === 'Ready' && c.status === 'True')) return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the node did not turn Ready');
+}
+
+async function waitNamespaceSA(client: Client, ns: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if ((await client.request('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function podBody(ns: string, name: string, node: string): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: ns },
+    spec: {
+      nodeName: node,
+      automountServiceAccountToken: false,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'main', image: 'busybox', command: ['sleep', '3600'] }],
+    },
+  });
+}
+
+interface RunResult {
+  label: string;
+  p50: number;
+  p99: number;
+  max: number;
+  posts: number;
+  pods: number;
+}
+
+async function runOnce(server: BenchServer, client: Client, dir: string, label: string, qpsArgs: string[], n: number): Promise<RunResult> {
+  const ns = `podstart-${label.replace(/[^a-z0-9]/g, '')}`;
+  await client.expect(201, 'POST', '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
+  await waitNamespaceSA(client, ns);
+  // A node of its own per run: an agent sees only its own pods.
+  const node = `bench-${ns}`;
+  const agent = await startAgent(server, join(dir, ns), node, qpsArgs);
+  try {
+    await waitNodeReady(client, node);
+    const running = new Map<string, number>();
+    let allRunning!: () => void;
+    const done = new Promise<void>((r) => (allRunning = r));
+    const w = watchRunning(server, ns, (name, at) => {
+      running.set(name, at);
+      if (running.size === n) allRunning();
+    });
+    await w.ready;
+    const postsBefore = await statusPatches(client);
+    const cpu = (pid: number | undefined): number => {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(f[11]) + Number(f[12])) * 10;
+    };
+    const agentCpu0 = cpu(agent.child.pid);
+    const serverCpu0 = (server.cpuUs() ?? 0) / 1000;
+    const sent = new Map<string, number>();
+    const names = Array.from({ length: n }, (_, i) => `pod-${String(i).padStart(3, '0')}`);
+    await Promise.all(
+      names.map((name) => {
+        sent.set(name, performance.now());
+        return client.expect(201, 'POST', `/api/v1/namespaces/${ns}/pods`, podBody(ns, name, node));
+      }),
+    );
+    const createdAt = performance.now();
+    const timeout = new Promise<void>((_r, reject) => setTimeout(() => reject(new Error(`${label}: only ${running.size}/${n} pods Running after 180 s`)), 180_000).unref());
+    await Promise.race([done, timeout]);
+    // let trailing status posts land before counting
+    await new Promise((r) => setTimeout(r, 2000));
+    const posts = (await statusPatches(client)) - postsBefore;
+    w.stop();
+    const lat = names.map((nm) => running.get(nm)! - sent.get(nm)!).sort((a, b) => a - b);
+    const t0 = Math.min(...sent.values());
+    if (process.env.BENCH_PODSTART_DEBUG) {
+      console.log(`  (${label}: creates answered after ${(createdAt - t0).toFixed(0)} ms, first Running ${(Math.min(...running.values()) - t0).toFixed(0)} ms, last ${(Math.max(...running.values()) - t0).toFixed(0)} ms; CPU agent ${cpu(agent.child.pid) - agentCpu0} ms, server ${((server.cpuUs() ?? 0) / 1000 - serverCpu0).toFixed(0)} ms)`);
+    }
+    return { label, p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat[lat.length - 1]!, posts, pods: n };
+  } finally {
+    await agent.stop();
+  }
+}
+
+export async function benchPodStart(scale: number): Promise<RunResult[]> {
+  const n = Math.max(10, Math.round(100 * Math.min(1, scale)));
+  const server = await startServerProcess();
+  const dir = await mkdtemp(join(tmpdir(), 'orch-podstart-'));
+  const client = await Client.open(server);
+  const results: RunResult[] = [];
+  console.log(`podstart: ${n} pods created at once on one orchlet (built-in process runtime, its own process); ${server.where}`);
+  try {
+    results.push(await runOnce(server, client, dir, 'qps 50, burst 100', ['--orch-api-qps=50', '--orch-api-burst=100'], n));
+    results.push(await runOnce(server, client, dir, 'defaults (qps 5, burst 10)', [], n));
+    for (const r of results) {
+      console.log(
+        `  ${r.label.padEnd(28)} p50 ${r.p50.toFixed(0).padStart(6)} ms   p99 ${r.p99.toFixed(0).padStart(6)} ms   slowest ${r.max.toFixed(0).padStart(6)} ms   status posts ${r.posts} (${(r.posts / r.pods).toFixed(2)} per pod)`,
+      );
+    }
+    console.log('  target: p99 under 500 ms at qps 50 / burst 100');
+  } finally {
+    await client.close();
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  return results;
+}
