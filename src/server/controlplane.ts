@@ -29,6 +29,7 @@ import { buildAuthorizerChain, lateAuthorizer, validateAuthorizationConfig, type
 import { RuleResolver } from '../registry/kinds/rbac/resolver.js';
 import { rbacEscalationAdmission } from '../registry/kinds/rbac/escalation.js';
 import { reconcileBootstrapPolicy } from './bootstrap-policy.js';
+import { ensureApfBootstrap, startApfBootstrapMaintainer, startApfConfigController } from './apf-bootstrap.js';
 import { startClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 import { apiAudiencesFrom, lateTokenAuthenticator, setupServiceAccounts, type ServiceAccountSetup } from './serviceaccounts.js';
 import { serviceAccountAdmission } from '../registry/admission/serviceaccount.js';
@@ -240,7 +241,7 @@ export async function createControlPlane(
     start: async () => {
       await bootstrapNamespaces(registry);
       const log = server.logger;
-      await reconcileBootstrapPolicy(registry);
+      await Promise.all([reconcileBootstrapPolicy(registry), ensureApfBootstrap(registry)]);
       // The allocators are made consistent with the stored Services before any request can allocate.
       await repairServiceNetwork(registry.store('', 'v1', 'services')!, serviceNetwork, log);
       controllers = [startNamespaceController(registry, log), startPvcProtectionController(registry, log), ...serviceAccounts.startControllers(registry, log)];
@@ -250,6 +251,8 @@ export async function createControlPlane(
           resolver.stop();
         },
       });
+      controllers.push(startApfBootstrapMaintainer(registry, log));
+      if (server.flowControl) controllers.push(await startApfConfigController(registry, server.flowControl, log));
       if (options.enableGarbageCollector) controllers.push(startGarbageCollector(registry, log));
       controllers.push(startNodeLifecycleController(registry, { log }));
       if (options.featureGates.APIServerIdentity) {

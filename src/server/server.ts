@@ -28,6 +28,8 @@ import { withCORS, compileCorsOrigins } from '../filters/cors.js';
 import { withProbabilisticGoaway } from '../filters/goaway.js';
 import { validateHSTSDirectives, withHSTS } from '../filters/hsts.js';
 import { withMaxInFlightLimit } from '../filters/maxinflight.js';
+import { FlowControl, withPriorityAndFairness } from '../filters/apf/index.js';
+import { bindFlowControlMetrics } from './apf-bootstrap.js';
 import { isLongRunning, withRequestInfo, type LongRunningCheck } from '../filters/requestinfo.js';
 import { RequestWaitGroup, withRetryAfter, withWaitGroup } from '../filters/shutdown.js';
 import { withRequestDeadline, withTimeoutForNonLongRunningRequests } from '../filters/timeout.js';
@@ -102,7 +104,7 @@ export interface ServerConfig {
   maxRequestsInflight?: number;
   /** --max-mutating-requests-inflight; default 200, 0 disables. */
   maxMutatingRequestsInflight?: number;
-  /** --enable-priority-and-fairness: one limit, the sum of both, for every request (no queuing yet). */
+  /** --enable-priority-and-fairness (and the APIPriorityAndFairness gate): the filter queues by priority level, the sum of both limits shared out. */
   enablePriorityAndFairness?: boolean;
   /** --request-timeout; default 60000. */
   requestTimeoutMs?: number;
@@ -379,8 +381,10 @@ export interface HandlerChainDeps {
   logger: (m: string) => void;
   /** Default: kube-apiserver's (watch, proxy, exec, attach, log, portforward). */
   longRunning?: LongRunningCheck;
-  /** Default 400 / 200; `sharedLimit` replaces both (the priority-and-fairness stand-in). */
+  /** Default 400 / 200; `sharedLimit` replaces both. */
   maxInFlight?: { nonMutatingLimit: number; mutatingLimit: number; sharedLimit?: number };
+  /** When given, the priority-and-fairness filter stands where the max-in-flight filter would. */
+  priorityAndFairness?: FlowControl;
   /** Default 60000. */
   requestTimeoutMs?: number;
   corsAllowedOrigins?: readonly string[];
@@ -428,7 +432,9 @@ export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps, t
   const inflight = deps.maxInFlight ?? { nonMutatingLimit: 400, mutatingLimit: 200 };
   use('authorization', (n) => withAuthorization(n, { authorizer: deps.authorizer ?? alwaysAllow }));
   const onReject = sink ? (req: ApiRequest, mutating: boolean) => recordTermination(sink, req, 429, mutating ? 'mutating' : 'readOnly') : undefined;
-  use('maxInFlightLimit', (n) => withMaxInFlightLimit(n, { ...inflight, longRunning, ...(onReject ? { onReject } : {}) }));
+  const apf = deps.priorityAndFairness;
+  if (apf) use('priorityAndFairness', (n) => withPriorityAndFairness(n, { flowControl: apf, longRunning, ...(onReject ? { onReject } : {}) }));
+  else use('maxInFlightLimit', (n) => withMaxInFlightLimit(n, { ...inflight, longRunning, ...(onReject ? { onReject } : {}) }));
   use('impersonation', (n) => withImpersonation(n, { authorizer: deps.authorizer ?? alwaysAllow }));
   const audit = deps.audit;
   if (audit) use('audit', (n) => withAudit(n, { ...audit, longRunning }));
@@ -476,6 +482,8 @@ export interface ApiServer {
   readonly handle: Handler;
   /** The bearer-token authenticators, for the TokenReview API. */
   readonly tokenReviewer: TokenReviewer;
+  /** Priority and fairness (when enabled): the control plane feeds it the stored configuration. */
+  readonly flowControl?: FlowControl;
   /** Listens; resolves once listening. Calling it again returns the same promise. */
   start(): Promise<void>;
   /** Shuts down (readyz fails, the delay passes, the listener closes, connections drain); idempotent. */
@@ -573,11 +581,16 @@ function validateServingConfig(config: ServerConfig): void {
 }
 
 function maxInFlightFrom(config: ServerConfig): NonNullable<HandlerChainDeps['maxInFlight']> {
-  const nonMutatingLimit = config.maxRequestsInflight ?? 400;
-  const mutatingLimit = config.maxMutatingRequestsInflight ?? 200;
-  return config.enablePriorityAndFairness
-    ? { nonMutatingLimit, mutatingLimit, sharedLimit: nonMutatingLimit + mutatingLimit }
-    : { nonMutatingLimit, mutatingLimit };
+  return { nonMutatingLimit: config.maxRequestsInflight ?? 400, mutatingLimit: config.maxMutatingRequestsInflight ?? 200 };
+}
+
+/** Priority and fairness with the sum of both limits as the server's concurrency limit; waits up to a quarter of the request timeout. */
+function flowControlFrom(config: ServerConfig): FlowControl | undefined {
+  if (!config.enablePriorityAndFairness) return undefined;
+  return new FlowControl({
+    serverConcurrencyLimit: (config.maxRequestsInflight ?? 400) + (config.maxMutatingRequestsInflight ?? 200),
+    requestWaitLimitMs: (config.requestTimeoutMs ?? 60_000) / 4,
+  });
 }
 
 /** Validates the config and loads certificates and credentials (failing with flag names), then assembles. */
@@ -602,6 +615,7 @@ export async function createApiServer(config: ServerConfig): Promise<ApiServer> 
       : undefined;
   const { request: authenticator, reviewer } = await buildAuthenticator(config);
   const maxStreams = config.http2MaxStreamsPerConnection || HTTP2_DEFAULT_MAX_STREAMS;
+  const flowControl = flowControlFrom(config);
   const tls: SecureServerOptions = {
     allowHTTP1: true,
     cert: serving.cert,
@@ -617,6 +631,7 @@ export async function createApiServer(config: ServerConfig): Promise<ApiServer> 
     anonymous,
     logger,
     maxInFlight: maxInFlightFrom(config),
+    ...(flowControl ? { priorityAndFairness: flowControl } : {}),
     requestTimeoutMs: config.requestTimeoutMs ?? 60_000,
     corsAllowedOrigins: config.corsAllowedOrigins ?? [],
     hstsDirectives: config.hstsDirectives ?? [],
@@ -664,6 +679,7 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
     installDebugFlags(mux, { logger });
   }
   deps.audit?.bindMetrics(metrics);
+  if (deps.chain.priorityAndFairness) bindFlowControlMetrics(metrics, deps.chain.priorityAndFairness);
   const handle = buildHandlerChain(routerHandler(mux), {
     ...deps.chain,
     ...(deps.audit ? { audit: deps.audit.deps } : {}),
@@ -688,6 +704,7 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
     },
     caCert: deps.caCert,
     tokenReviewer: deps.reviewer,
+    ...(deps.chain.priorityAndFairness ? { flowControl: deps.chain.priorityAndFairness } : {}),
     get externalAddress() {
       const host = config.externalHostname || config.advertiseAddress || hostname();
       return `${isIPv6(host) ? `[${host}]` : host}:${server.port}`;

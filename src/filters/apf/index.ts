@@ -1,0 +1,255 @@
+/**
+ * API Priority and Fairness, as Kubernetes 1.23's WithPriorityAndFairness and its flow-control
+ * controller (apiserver/pkg/server/filters/priority-and-fairness.go, pkg/util/flowcontrol):
+ *
+ *   - FlowControl holds the digested configuration (FlowSchemas in matchingPrecedence then name order,
+ *     one QueueSet per Limited priority level with ACV = ceil(SCL * ACS / ΣACS), SCL being
+ *     --max-requests-inflight + --max-mutating-requests-inflight); the mandatory 'exempt' and 'catch-all'
+ *     objects stand in until the stored ones arrive, as Kubernetes imagines them.
+ *   - the filter classifies each request by the first matching FlowSchema whose priority level exists,
+ *     sets X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID, runs exempt requests at
+ *     once and others when their level gives them a seat; rejected ones get 429, 'Retry-After: 1' and
+ *     Go's plain-text body. Long-running requests (watches, exec, ...) are not limited.
+ */
+import { getUser, type ApiRequest, type Handler } from '../authn.js';
+import { writeHttpError } from '../httperror.js';
+import { TOO_MANY_REQUESTS_MESSAGE } from '../maxinflight.js';
+import { getRequestInfo, type LongRunningCheck, type RequestInfo } from '../requestinfo.js';
+import { compileFlowSchemaRules, type RequestMatcher, type RequestUser } from './matching.js';
+import { QueueSet, type RejectReason, type QueuingConfig } from './queueset.js';
+
+export { dealHand, QueueSet } from './queueset.js';
+export type { RejectReason, Seat } from './queueset.js';
+
+export const FLOW_SCHEMA_UID_HEADER = 'X-Kubernetes-PF-FlowSchema-UID';
+export const PRIORITY_LEVEL_UID_HEADER = 'X-Kubernetes-PF-PriorityLevel-UID';
+
+type Json = Record<string, any>;
+const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A FlowSchema or PriorityLevelConfiguration as JSON (only metadata.name/uid, spec are read). */
+export interface ConfigObject {
+  metadata?: { name?: string; uid?: string };
+  spec?: unknown;
+}
+
+export interface PriorityLevel {
+  readonly name: string;
+  readonly uid: string;
+  readonly exempt: boolean;
+  readonly shares: number;
+  /** Limited levels only. */
+  readonly queueSet?: QueueSet;
+}
+
+export interface FlowSchema {
+  readonly name: string;
+  readonly uid: string;
+  readonly precedence: number;
+  readonly distinguisher: '' | 'ByUser' | 'ByNamespace';
+  readonly level: PriorityLevel;
+  readonly matches: RequestMatcher;
+  /** Per-schema metric handles, made on first use. */
+  dispatched?: () => void;
+}
+
+/** Counters the filter reports to; implemented over the server's metrics registry. */
+export interface FlowControlMetrics {
+  /** The incrementer of dispatched requests for a schema and level (asked once per schema). */
+  dispatchedCounter(flowSchema: string, priorityLevel: string): () => void;
+  rejected(flowSchema: string, priorityLevel: string, reason: RejectReason): void;
+}
+
+/** The mandatory objects of 1.23's bootstrap configuration, used while the stored ones are missing. */
+const MANDATORY_EXEMPT_LEVEL = { metadata: { name: 'exempt', uid: '' }, spec: { type: 'Exempt' } };
+const MANDATORY_CATCH_ALL_LEVEL = {
+  metadata: { name: 'catch-all', uid: '' },
+  spec: { type: 'Limited', limited: { assuredConcurrencyShares: 5, limitResponse: { type: 'Reject' } } },
+};
+const everything = (groups: string[]) => [
+  {
+    subjects: groups.map((name) => ({ kind: 'Group', group: { name } })),
+    resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], clusterScope: true, namespaces: ['*'] }],
+    nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
+  },
+];
+const MANDATORY_EXEMPT_SCHEMA = {
+  metadata: { name: 'exempt', uid: '' },
+  spec: { priorityLevelConfiguration: { name: 'exempt' }, matchingPrecedence: 1, rules: everything(['system:masters']) },
+};
+const MANDATORY_CATCH_ALL_SCHEMA = {
+  metadata: { name: 'catch-all', uid: '' },
+  spec: {
+    priorityLevelConfiguration: { name: 'catch-all' },
+    matchingPrecedence: 10000,
+    distinguisherMethod: { type: 'ByUser' },
+    rules: everything(['system:unauthenticated', 'system:authenticated']),
+  },
+};
+
+const nameOf = (o: ConfigObject) => o.metadata?.name ?? '';
+
+function queuingOf(spec: Json): QueuingConfig | undefined {
+  const lr = isObj(spec['limited']) && isObj(spec['limited']['limitResponse']) ? spec['limited']['limitResponse'] : undefined;
+  if (!lr || lr['type'] !== 'Queue' || !isObj(lr['queuing'])) return undefined;
+  const q = lr['queuing'];
+  const n = (v: unknown, d: number) => (typeof v === 'number' && v > 0 ? v : d);
+  return { queues: n(q['queues'], 64), handSize: n(q['handSize'], 8), queueLengthLimit: n(q['queueLengthLimit'], 50) };
+}
+
+/** A 53-bit hash of a flow (FNV-1a, twice with different offsets), for shuffle sharding. */
+export function flowHash(flowSchema: string, distinguisher: string): number {
+  const s = `${flowSchema},${distinguisher}`;
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ 0x5bd1e995;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193) >>> 0;
+    b = Math.imul(b ^ c, 0x01000193) >>> 0;
+  }
+  return a * 0x200000 + (b & 0x1fffff);
+}
+
+export interface FlowControlConfig {
+  /** --max-requests-inflight + --max-mutating-requests-inflight. */
+  serverConcurrencyLimit: number;
+  /** How long a request may wait in a queue (Kubernetes: a quarter of --request-timeout). */
+  requestWaitLimitMs: number;
+  metrics?: FlowControlMetrics;
+}
+
+export class FlowControl {
+  private schemas: FlowSchema[] = [];
+  private levels = new Map<string, PriorityLevel>();
+  /** Names of the stored FlowSchemas whose priority level does not exist. */
+  private dangling = new Set<string>();
+
+  /** Where dispatches and rejections are counted; set once the server's metrics exist. */
+  metrics: FlowControlMetrics | undefined;
+
+  constructor(readonly config: FlowControlConfig) {
+    this.metrics = config.metrics;
+    this.update([], []);
+  }
+
+  /**
+   * Digests the stored FlowSchemas and PriorityLevelConfigurations (the mandatory ones are added when
+   * missing). Levels keep their queue sets (and waiting requests) across updates. Returns, for each
+   * given FlowSchema, whether it is dangling (its priority level does not exist).
+   */
+  update(flowSchemas: readonly ConfigObject[], priorityLevels: readonly ConfigObject[]): Map<string, boolean> {
+    const plObjs = [...priorityLevels];
+    for (const m of [MANDATORY_EXEMPT_LEVEL, MANDATORY_CATCH_ALL_LEVEL]) if (!plObjs.some((p) => nameOf(p) === m.metadata.name)) plObjs.push(m);
+    const fsObjs = [...flowSchemas];
+    for (const m of [MANDATORY_EXEMPT_SCHEMA, MANDATORY_CATCH_ALL_SCHEMA]) if (!fsObjs.some((f) => nameOf(f) === m.metadata.name)) fsObjs.push(m);
+
+    const shares = (spec: Json) => (isObj(spec['limited']) && typeof spec['limited']['assuredConcurrencyShares'] === 'number' ? (spec['limited']['assuredConcurrencyShares']) : 30);
+    const specs = plObjs.map((p) => ({ obj: p, spec: (isObj(p.spec) ? p.spec : {}) }));
+    const total = specs.reduce((sum, { spec }) => (spec['type'] === 'Exempt' ? sum : sum + shares(spec)), 0);
+    const levels = new Map<string, PriorityLevel>();
+    for (const { obj, spec } of specs) {
+      const name = nameOf(obj);
+      const uid = obj.metadata?.uid ?? '';
+      if (spec['type'] === 'Exempt') {
+        levels.set(name, { name, uid, exempt: true, shares: 0 });
+        continue;
+      }
+      const acs = shares(spec);
+      const limit = Math.ceil((this.config.serverConcurrencyLimit * acs) / total);
+      const queuing = queuingOf(spec);
+      const previous = this.levels.get(name)?.queueSet;
+      if (previous) previous.configure(limit, queuing);
+      levels.set(name, { name, uid, exempt: false, shares: acs, queueSet: previous ?? new QueueSet(limit, queuing, this.config.requestWaitLimitMs) });
+    }
+    // Levels that went away: their queue sets drain on their own (requests hold them).
+    const schemas: FlowSchema[] = [];
+    const dangling = new Map<string, boolean>();
+    for (const f of fsObjs) {
+      const spec = (isObj(f.spec) ? f.spec : {});
+      const plName = isObj(spec['priorityLevelConfiguration']) ? String(spec['priorityLevelConfiguration']['name']) : '';
+      const level = levels.get(plName);
+      dangling.set(nameOf(f), !level);
+      if (!level) continue;
+      const dm = isObj(spec['distinguisherMethod']) ? spec['distinguisherMethod']['type'] : '';
+      schemas.push({
+        name: nameOf(f),
+        uid: f.metadata?.uid ?? '',
+        precedence: typeof spec['matchingPrecedence'] === 'number' ? spec['matchingPrecedence'] : 1000,
+        distinguisher: dm === 'ByUser' || dm === 'ByNamespace' ? dm : '',
+        level,
+        matches: compileFlowSchemaRules(spec['rules']),
+      });
+    }
+    schemas.sort((a, b) => a.precedence - b.precedence || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    this.schemas = schemas;
+    this.levels = levels;
+    this.dangling = new Set([...dangling].filter(([, d]) => d).map(([n]) => n));
+    return dangling;
+  }
+
+  /** The FlowSchema a request falls under (catch-all always matches authenticated and anonymous users). */
+  classify(user: RequestUser, info: RequestInfo): FlowSchema | undefined {
+    for (const fs of this.schemas) if (fs.matches(user, info)) return fs;
+    return undefined;
+  }
+
+  priorityLevels(): PriorityLevel[] {
+    return [...this.levels.values()];
+  }
+
+  isDangling(flowSchema: string): boolean {
+    return this.dangling.has(flowSchema);
+  }
+}
+
+export interface PriorityAndFairnessDeps {
+  flowControl: FlowControl;
+  longRunning: LongRunningCheck;
+  /** Told of each request refused with 429 (apiserver_dropped_requests_total and the request metrics). */
+  onReject?: (req: ApiRequest, mutating: boolean) => void;
+}
+
+const ANONYMOUS: RequestUser = { name: 'system:anonymous', groups: ['system:unauthenticated'] };
+const READ_ONLY_VERBS = new Set(['get', 'list', 'watch']);
+
+function distinguish(fs: FlowSchema, user: RequestUser, info: RequestInfo): string {
+  return fs.distinguisher === 'ByUser' ? user.name : fs.distinguisher === 'ByNamespace' ? info.namespace : '';
+}
+
+/** The priority-and-fairness filter; replaces the max-in-flight filter where the chain has it. */
+export function withPriorityAndFairness(next: Handler, deps: PriorityAndFairnessDeps): Handler {
+  const fc = deps.flowControl;
+  return async (req, res) => {
+    const info = getRequestInfo(req);
+    if (deps.longRunning(req, info)) return next(req, res);
+    const user = getUser(req) ?? ANONYMOUS;
+    const fs = fc.classify(user, info);
+    if (!fs) return next(req, res);
+    res.setHeader(PRIORITY_LEVEL_UID_HEADER, fs.level.uid);
+    res.setHeader(FLOW_SCHEMA_UID_HEADER, fs.uid);
+    const qs = fs.level.queueSet;
+    const metrics = fc.metrics;
+    if (!qs) {
+      if (metrics) (fs.dispatched ??= metrics.dispatchedCounter(fs.name, fs.level.name))();
+      return next(req, res);
+    }
+    let got = qs.acquire(
+      () => flowHash(fs.name, distinguish(fs, user, info)),
+      (cancel) => res.once('close', cancel),
+    );
+    if (got instanceof Promise) got = await got;
+    if (typeof got === 'string') {
+      metrics?.rejected(fs.name, fs.level.name, got);
+      if (got === 'cancelled') return;
+      deps.onReject?.(req, !READ_ONLY_VERBS.has(info.verb));
+      res.setHeader('Retry-After', '1');
+      return writeHttpError(res, 429, TOO_MANY_REQUESTS_MESSAGE);
+    }
+    if (metrics) (fs.dispatched ??= metrics.dispatchedCounter(fs.name, fs.level.name))();
+    try {
+      await next(req, res);
+    } finally {
+      got.release();
+    }
+  };
+}

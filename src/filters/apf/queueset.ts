@@ -1,0 +1,199 @@
+/**
+ * One priority level's dispatcher, after Kubernetes 1.23's fair-queuing queueset
+ * (apiserver/pkg/util/flowcontrol/fairqueuing/queueset): at most `limit` requests execute at once; a
+ * request that cannot start at once is rejected (limitResponse Reject) or put into one of `queues` queues,
+ * chosen by shuffle sharding its flow's hash into a hand of `handSize` queues and taking the shortest (by
+ * waiting plus executing requests). A full queue (queueLengthLimit) rejects; a request waiting longer than
+ * the wait limit is rejected. Free seats go to the non-empty queue with the smallest virtual start time,
+ * which advances by one per dispatched request: equal-cost fair queuing (Kubernetes also measures
+ * execution times and request widths; every request counts as one seat of unit cost here).
+ */
+
+export interface QueuingConfig {
+  queues: number;
+  handSize: number;
+  queueLengthLimit: number;
+}
+
+export type RejectReason = 'concurrency-limit' | 'queue-full' | 'time-out' | 'cancelled';
+
+interface Waiter {
+  queue: Queue;
+  settle(granted: boolean, reason?: RejectReason): void;
+}
+
+class Queue {
+  readonly waiting: Waiter[] = [];
+  head = 0;
+  executing = 0;
+  virtualStart = 0;
+  get length(): number {
+    return this.waiting.length - this.head;
+  }
+  shift(): Waiter | undefined {
+    const w = this.waiting[this.head];
+    if (w === undefined) return undefined;
+    this.waiting[this.head++] = undefined as unknown as Waiter;
+    if (this.head > 64 && this.head * 2 > this.waiting.length) {
+      this.waiting.splice(0, this.head);
+      this.head = 0;
+    }
+    return w;
+  }
+  remove(w: Waiter): boolean {
+    const i = this.waiting.indexOf(w, this.head);
+    if (i < 0) return false;
+    this.waiting.splice(i, 1);
+    return true;
+  }
+}
+
+/** What a granted request holds: give it back exactly once with release(). */
+export interface Seat {
+  release(): void;
+}
+
+/**
+ * Deals a hand of `handSize` distinct queue indexes out of `deck` from `hash` (< 2^53): mixed-radix digits
+ * of the hash pick among the cards not yet dealt (the shuffle-sharding dealer).
+ */
+export function dealHand(hash: number, deck: number, handSize: number): number[] {
+  const digits: number[] = [];
+  let h = hash;
+  for (let i = 0; i < handSize; i++) {
+    const base = deck - i;
+    digits.push(h % base);
+    h = Math.floor(h / base);
+  }
+  const hand: number[] = [];
+  for (let i = 0; i < handSize; i++) {
+    let card = digits[i]!;
+    // Skip over the cards dealt before, in increasing order, so that the hand has no duplicates.
+    const dealt = hand.slice().sort((a, b) => a - b);
+    for (const d of dealt) if (card >= d) card++;
+    hand.push(card);
+  }
+  return hand;
+}
+
+export class QueueSet {
+  executing = 0;
+  waiting = 0;
+  private queues: Queue[] = [];
+  private queuing: QueuingConfig | undefined;
+  private virtualTime = 0;
+  private robin = 0;
+
+  constructor(
+    public limit: number,
+    queuing: QueuingConfig | undefined,
+    private readonly waitLimitMs: number,
+  ) {
+    this.configure(limit, queuing);
+  }
+
+  /** Applies a new limit and queuing configuration; waiting requests are kept (re-dealt when the queues change). */
+  configure(limit: number, queuing: QueuingConfig | undefined): void {
+    this.limit = limit;
+    const old = this.queuing;
+    this.queuing = queuing;
+    if (!queuing) {
+      for (const q of this.queues) for (let w = q.shift(); w; w = q.shift()) w.settle(false, 'concurrency-limit');
+      this.queues = [];
+      this.waiting = 0;
+    } else if (!old || old.queues !== queuing.queues) {
+      const moved = this.queues.flatMap((q) => q.waiting.slice(q.head));
+      this.queues = Array.from({ length: queuing.queues }, () => new Queue());
+      moved.forEach((w, i) => {
+        const q = this.queues[i % this.queues.length]!;
+        w.queue = q;
+        q.waiting.push(w);
+      });
+    }
+    this.dispatch();
+  }
+
+  /**
+   * A seat at once, a promise of one (queued; false when rejected later), or the reason of an immediate
+   * rejection. `flowHash` is asked only when the request has to queue; so is `whenQueued`, given the
+   * function that withdraws the waiting request (for a client that goes away).
+   */
+  acquire(flowHash: () => number, whenQueued?: (cancel: () => void) => void): Seat | Promise<Seat | RejectReason> | RejectReason {
+    if (this.executing < this.limit && this.waiting === 0) {
+      this.executing++;
+      return this.seat(undefined);
+    }
+    const cfg = this.queuing;
+    if (!cfg) return 'concurrency-limit';
+    const queue = this.chooseQueue(flowHash(), cfg);
+    if (queue.length >= cfg.queueLengthLimit) return 'queue-full';
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        queue,
+        settle: (granted, reason) => {
+          clearTimeout(timer);
+          resolve(granted ? this.seat(waiter.queue) : (reason ?? 'time-out'));
+        },
+      };
+      if (queue.length === 0) queue.virtualStart = Math.max(queue.virtualStart, this.virtualTime);
+      queue.waiting.push(waiter);
+      this.waiting++;
+      const timer = setTimeout(() => {
+        if (this.withdraw(waiter)) waiter.settle(false, 'time-out');
+      }, this.waitLimitMs);
+      whenQueued?.(() => {
+        if (this.withdraw(waiter)) waiter.settle(false, 'cancelled');
+      });
+    });
+  }
+
+  private withdraw(w: Waiter): boolean {
+    if (!w.queue.remove(w)) return false;
+    this.waiting--;
+    return true;
+  }
+
+  private seat(queue: Queue | undefined): Seat {
+    let held = true;
+    if (queue) queue.executing++;
+    return {
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.executing--;
+        if (queue) queue.executing--;
+        this.dispatch();
+      },
+    };
+  }
+
+  private chooseQueue(hash: number, cfg: QueuingConfig): Queue {
+    const hand = dealHand(hash, this.queues.length, Math.min(cfg.handSize, this.queues.length));
+    let best = this.queues[hand[0]!]!;
+    for (const i of hand) {
+      const q = this.queues[i]!;
+      if (q.length + q.executing < best.length + best.executing) best = q;
+    }
+    return best;
+  }
+
+  /** Starts waiting requests while seats are free, fairest queue first. */
+  private dispatch(): void {
+    while (this.executing < this.limit && this.waiting > 0) {
+      let best: Queue | undefined;
+      const n = this.queues.length;
+      for (let k = 0; k < n; k++) {
+        const q = this.queues[(this.robin + k) % n]!;
+        if (q.length > 0 && (!best || q.virtualStart < best.virtualStart)) best = q;
+      }
+      if (!best) return;
+      this.robin = (this.queues.indexOf(best) + 1) % n;
+      const w = best.shift()!;
+      this.waiting--;
+      this.virtualTime = Math.max(this.virtualTime, best.virtualStart);
+      best.virtualStart += 1;
+      this.executing++;
+      w.settle(true);
+    }
+  }
+}
