@@ -6,6 +6,8 @@ import { META_DEFINITIONS } from './definitions/meta.js';
 import type { KindDecl, KindSettings } from './kind.js';
 import type { Definitions } from './schema.js';
 import { ResourceStore, type Admission } from './store.js';
+import { WatchCache } from './cacher/watchcache.js';
+import { groupResourceName } from './cacher/sizes.js';
 
 export interface RegistryConfig {
   storage: Storage;
@@ -17,10 +19,15 @@ export interface RegistryConfig {
   settings?: KindSettings;
   /** --delete-collection-workers (default 1). */
   deleteCollectionWorkers?: number;
+  /** The watch cache size of a resource (cacher/sizes.ts); absent or 0: no cache, reads go to storage. */
+  watchCacheSize?: (group: string, resource: string) => number;
+  log?: (message: string) => void;
 }
 
 export class Registry {
   private readonly stores = new Map<string, ResourceStore>();
+  /** One watch cache per stored resource ('resource[.group]'), shared by the versions that store there. */
+  readonly watchCaches = new Map<string, WatchCache>();
   readonly kinds: readonly KindDecl[];
   /** Every schema: the shared meta types and each kind's own. */
   readonly definitions: Definitions;
@@ -34,6 +41,7 @@ export class Registry {
     this.definitions = Object.assign({}, META_DEFINITIONS, ...cfg.kinds.map((k) => k.definitions)) as Definitions;
     for (const decl of cfg.kinds) {
       const kv = cfg.storage.kvFor(decl.storedAs?.group ?? decl.group, decl.storedAs?.resource ?? decl.resource);
+      const watchCache = this.watchCacheFor(cfg, decl, kv);
       const store = new ResourceStore(decl, {
         kv,
         prefix: cfg.storage.prefix,
@@ -43,11 +51,39 @@ export class Registry {
         ...(cfg.now ? { now: cfg.now } : {}),
         settings: this.settings,
         ...(cfg.deleteCollectionWorkers ? { deleteCollectionWorkers: cfg.deleteCollectionWorkers } : {}),
+        ...(watchCache ? { watchCache } : {}),
       });
       this.stores.set(`${decl.group}/${decl.version}/${decl.resource}`, store);
       // Kinds that are never stored (reviews) have no objects to count.
       if (!decl.storedAs && !decl.compute) cfg.storage.trackCount(decl.group, decl.resource, store.listPrefix(''));
     }
+  }
+
+  /**
+   * The cache a kind reads through, shared with the other versions stored in the same place (the first one's
+   * size wins); undefined when its size is 0 or it is never stored.
+   */
+  private watchCacheFor(cfg: RegistryConfig, decl: KindDecl, kv: ReturnType<Storage['kvFor']>): WatchCache | undefined {
+    const size = cfg.watchCacheSize?.(decl.group, decl.resource) ?? 0;
+    if (size <= 0 || decl.compute) return undefined;
+    const resource = groupResourceName(decl.storedAs?.group ?? decl.group, decl.storedAs?.resource ?? decl.resource);
+    let cache = this.watchCaches.get(resource);
+    if (!cache) {
+      const prefix = `${cfg.storage.prefix}/${decl.storedAs?.resource ?? decl.resource}/`;
+      cache = new WatchCache(kv, { prefix, capacity: size, resource, ...(cfg.log ? { log: cfg.log } : {}) });
+      this.watchCaches.set(resource, cache);
+    }
+    return cache;
+  }
+
+  /** Fills every watch cache (one storage list and watch each); reads use storage until a cache is ready. */
+  async startWatchCaches(): Promise<void> {
+    await Promise.all([...this.watchCaches.values()].map((c) => c.start()));
+  }
+
+  /** Stops every watch cache, ending its watchers. */
+  async stopWatchCaches(): Promise<void> {
+    await Promise.all([...this.watchCaches.values()].map((c) => c.stop()));
   }
 
   /** The store of a resource, or undefined when the group, version or resource is not served. */

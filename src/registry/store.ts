@@ -21,11 +21,14 @@ import {
 } from '../util/validation.js';
 import { apiErrors, fromStorageError, isStatusError, type GroupResource } from './errors.js';
 import { apiVersionOf, type KObject, type KindDecl, type KindSettings, type StrategyContext, type WriteTransaction } from './kind.js';
-import { openWatch, type ApiWatch } from './watch.js';
+import { DEFAULT_BOOKMARK_INTERVAL_MS, openWatch, validateWatchOptions, type ApiWatch } from './watch.js';
 import { FieldSet, pe, refSchema, trackUpdate } from './managedfields.js';
 import type { Definitions } from './schema.js';
 import { encodeWithResourceVersion } from './rawjson.js';
 import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
+import type { WatchCache } from './cacher/watchcache.js';
+import { CacheWatch } from './cacher/cachewatch.js';
+import { cacheServesGet, cacheServesList, cacheServesWatch, getFromCache, listFromCache } from './cacher/reads.js';
 
 /** What the caller knows about the request: who, where, and how. */
 export interface RequestScope {
@@ -76,6 +79,8 @@ export interface StoreDeps {
   settings?: Readonly<KindSettings>;
   /** --delete-collection-workers: deletes a delete-collection runs at once (default 1). */
   deleteCollectionWorkers?: number;
+  /** The watch cache of the stored resource (cacher/): lists, gets and watches with a resourceVersion read it. */
+  watchCache?: WatchCache;
 }
 
 /**
@@ -354,6 +359,12 @@ export class ResourceStore {
 
   private async getKV(scope: RequestScope, name: string, resourceVersion?: string): Promise<KeyValue> {
     const rv = parseResourceVersion(resourceVersion);
+    const cache = this.deps.watchCache;
+    if (cacheServesGet(cache, resourceVersion)) {
+      const kv = await getFromCache(cache, this.key(scope.namespace, name), resourceVersion);
+      if (!kv) throw apiErrors.notFound(this.gr, name);
+      return kv;
+    }
     if (rv > 0) await this.waitForRevision(rv);
     try {
       const { kv } = await this.deps.kv.get(this.key(scope.namespace, name));
@@ -415,6 +426,7 @@ export class ResourceStore {
     const match = opts.resourceVersionMatch ?? '';
     const listErrs = validateListOptions(opts);
     if (listErrs.length > 0) throw apiErrors.invalid('meta.k8s.io', 'ListOptions', '', listErrs);
+    if (cacheServesList(this.deps.watchCache, opts)) return listFromCache(this, this.deps.watchCache, scope, opts);
     if (opts.continue) {
       if (opts.resourceVersion && opts.resourceVersion !== '0') {
         throw apiErrors.badRequest('specifying resource version is not allowed when using continue');
@@ -482,8 +494,16 @@ export class ResourceStore {
   // ---- watch ------------------------------------------------------------------------------------------
 
   /** A watch of the kind in the scope's namespace (all namespaces when it is ''). */
-  watch(scope: RequestScope, opts: WatchOptions, bookmarkIntervalMs?: number): ApiWatch {
-    return openWatch(this, this.deps.kv, scope, opts, bookmarkIntervalMs, this.deps.featureGates.EfficientWatchResumption === true);
+  watch(scope: RequestScope, opts: WatchOptions, bookmarkIntervalMs = DEFAULT_BOOKMARK_INTERVAL_MS): ApiWatch {
+    const progress = this.deps.featureGates.EfficientWatchResumption === true;
+    const cache = this.deps.watchCache;
+    if (cacheServesWatch(cache, opts)) {
+      const errs = validateWatchOptions(opts);
+      if (errs.length > 0) throw apiErrors.invalid('meta.k8s.io', 'ListOptions', '', errs);
+      this.checkFieldSelector(opts.fieldSelector);
+      return new CacheWatch(cache, this, scope, opts, bookmarkIntervalMs, progress);
+    }
+    return openWatch(this, this.deps.kv, scope, opts, bookmarkIntervalMs, progress);
   }
 
   // ---- update -----------------------------------------------------------------------------------------

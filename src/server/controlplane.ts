@@ -7,6 +7,7 @@ import { chainAdmission, IMMORTAL_NAMESPACES, namespaceLifecycle } from '../regi
 import { isStatusError } from '../registry/errors.js';
 import { BUILTIN_KINDS } from '../registry/kinds/index.js';
 import { Registry } from '../registry/registry.js';
+import { watchCacheSizes } from '../registry/cacher/sizes.js';
 import type { Admission } from '../registry/store.js';
 import { openStorage, type Storage, type StorageConfig } from '../storage/factory.js';
 import { loadEncryptionConfig, TransformationMetrics } from './encryption-config.js';
@@ -192,6 +193,9 @@ export async function createControlPlane(
     ]),
     settings: { ...kindSettingsFrom(options), authorizer: authz, serviceNetwork, ...serviceAccounts.settings },
     deleteCollectionWorkers: options.deleteCollectionWorkers,
+    // --watch-cache, --default-watch-cache-size, --watch-cache-sizes.
+    watchCacheSize: watchCacheSizes({ enabled: options.watchCache, defaultSize: options.defaultWatchCacheSize, sizes: options.watchCacheSizes }),
+    log: (message) => logger(message),
   });
   const resolver = new RuleResolver(registry);
   let authorizers: AuthorizerChain;
@@ -239,6 +243,7 @@ export async function createControlPlane(
     storage,
     registry,
     start: async () => {
+      await registry.startWatchCaches();
       await bootstrapNamespaces(registry);
       const log = server.logger;
       await Promise.all([reconcileBootstrapPolicy(registry), ensureApfBootstrap(registry)]);
@@ -285,6 +290,7 @@ export async function createControlPlane(
           for (const c of controllers) c.stop();
           await kubernetesService?.stop();
           await server.stop();
+          await registry.stopWatchCaches();
         } finally {
           await storage.close();
           server.logger.stop();
