@@ -177,7 +177,8 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
 
       child.kill('SIGTERM');
       assert.equal(await exited, 0, stderr);
-      assert.deepEqual(await cri.listContainers({ state: { state: 'CONTAINER_RUNNING' } }), [], 'SIGTERM stopped every container');
+      // SIGTERM leaves a CRI runtime's containers to the next agent (test/agent/cri-pods.test.ts); none runs here
+      assert.deepEqual(await cri.listContainers({ state: { state: 'CONTAINER_RUNNING' } }), []);
     } finally {
       cri.close();
       if (child.exitCode === null) {

@@ -4,7 +4,7 @@
 // ContractFeatures say which behaviour to expect.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseLog } from '../../src/agent/runtime/crilog.js';
@@ -224,6 +224,32 @@ export function runtimeContract(name: string, factory: RuntimeFactory, features:
       } finally {
         off();
       }
+    });
+
+    void it('runs a command in a running container (ExecSync) with its env, and times it out', async () => {
+      const { id, sandboxId } = await run('exec sleep 30', { envs: [{ key: 'WHO', value: 'probe' }] });
+      assert.ok(runtime.execSync, 'exec probes need ExecSync');
+      const ok = await runtime.execSync(id, ['sh', '-c', 'echo "hi $WHO"; echo oops >&2; exit 3'], 5);
+      assert.equal(ok.exitCode, 3);
+      assert.equal(ok.stdout.toString(), 'hi probe\n');
+      assert.equal(ok.stderr.toString(), 'oops\n');
+      await assert.rejects(runtime.execSync(id, ['sleep', '10'], 1));
+      await runtime.stopPodSandbox(sandboxId, 0);
+    });
+
+    void it('reopens a running container\'s log at its path after the file was renamed (log rotation)', async () => {
+      const { id, sandboxId } = await run('i=0; while true; do i=$((i+1)); echo "line $i"; sleep 0.05; done');
+      assert.ok(runtime.reopenContainerLog, 'log rotation needs ReopenContainerLog');
+      const path = (await runtime.containerStatus(id)).logPath;
+      await waitFor('a few lines', async () => ((await logLines(path)).length >= 2 ? true : undefined));
+      await rename(path, `${path}.1`);
+      await runtime.reopenContainerLog(id);
+      const fresh = await waitFor('lines in the reopened file', async () => {
+        const l = await logLines(path);
+        return l.length >= 2 ? l : undefined;
+      });
+      assert.match(fresh[0]!, /^stdout line \d+$/);
+      await runtime.stopPodSandbox(sandboxId, 0);
     });
 
     void it('refuses to remove a running container; removes a stopped one with its log', async () => {
