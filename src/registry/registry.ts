@@ -70,7 +70,8 @@ export class Registry {
     let cache = this.watchCaches.get(resource);
     if (!cache) {
       const prefix = `${cfg.storage.prefix}/${decl.storedAs?.resource ?? decl.resource}/`;
-      cache = new WatchCache(kv, { prefix, capacity: size, resource, ...(cfg.log ? { log: cfg.log } : {}) });
+      const objectType = `*${decl.group === '' ? 'core' : decl.group.split('.')[0]}.${decl.kind}`;
+      cache = new WatchCache(kv, { prefix, capacity: size, resource, objectType, ...(cfg.log ? { log: cfg.log } : {}) });
       this.watchCaches.set(resource, cache);
     }
     return cache;

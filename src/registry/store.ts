@@ -28,7 +28,7 @@ import { encodeWithResourceVersion } from './rawjson.js';
 import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
 import type { WatchCache } from './cacher/watchcache.js';
 import { CacheWatch } from './cacher/cachewatch.js';
-import { cacheServesGet, cacheServesList, cacheServesWatch, getFromCache, listFromCache } from './cacher/reads.js';
+import { cacheFresh, cacheServesGet, cacheServesList, cacheServesWatch, getFromCache, listFromCache } from './cacher/reads.js';
 
 /** What the caller knows about the request: who, where, and how. */
 export interface RequestScope {
@@ -360,8 +360,8 @@ export class ResourceStore {
   private async getKV(scope: RequestScope, name: string, resourceVersion?: string): Promise<KeyValue> {
     const rv = parseResourceVersion(resourceVersion);
     const cache = this.deps.watchCache;
-    if (cacheServesGet(cache, resourceVersion)) {
-      const kv = await getFromCache(cache, this.key(scope.namespace, name), resourceVersion);
+    if (cacheServesGet(cache, resourceVersion) && (await cacheFresh(cache, resourceVersion))) {
+      const kv = getFromCache(cache, this.key(scope.namespace, name));
       if (!kv) throw apiErrors.notFound(this.gr, name);
       return kv;
     }
@@ -426,7 +426,8 @@ export class ResourceStore {
     const match = opts.resourceVersionMatch ?? '';
     const listErrs = validateListOptions(opts);
     if (listErrs.length > 0) throw apiErrors.invalid('meta.k8s.io', 'ListOptions', '', listErrs);
-    if (cacheServesList(this.deps.watchCache, opts)) return listFromCache(this, this.deps.watchCache, scope, opts);
+    const cache = this.deps.watchCache;
+    if (cacheServesList(cache, opts) && (await cacheFresh(cache, opts.resourceVersion))) return listFromCache(this, cache, scope, opts);
     if (opts.continue) {
       if (opts.resourceVersion && opts.resourceVersion !== '0') {
         throw apiErrors.badRequest('specifying resource version is not allowed when using continue');

@@ -224,6 +224,9 @@ export async function createControlPlane(
     return decl && servedSet.has(decl) ? decl.kind : undefined;
   };
   registerStorageMetrics(server.metrics, storage, storageConfigFrom(options));
+  // Labelled as Kubernetes labels it, by the cached object type ('*core.PersistentVolumeClaim').
+  const cachedTypes = () => new Map([...registry.watchCaches.values()].map((c) => [c.objectType, c.capacity]));
+  server.metrics.gaugeFromMap({ name: 'watch_cache_capacity', help: 'Total capacity of watch cache broken by resource type.' }, 'resource', cachedTypes);
   installApi(server.mux, {
     registry,
     agentTransport: agentTransportFrom(options),

@@ -33,13 +33,16 @@ for (const backend of ['embedded', 'etcd'] as const) {
     });
     after(async () => cluster?.stop());
 
-    it('has a cache per resource as the options say', () => {
+    it('has a cache per resource as the options say', async () => {
       const caches = cluster.cp.registry.watchCaches;
       assert.equal(pvcCache().capacity, 5);
       assert.equal(caches.get('namespaces')?.capacity, 100, '--default-watch-cache-size');
       assert.equal(caches.has('configmaps'), false, 'size 0 turns the cache off');
       assert.equal(caches.has('events'), false, 'Events are not cached by default');
       assert.equal(pvcCache().ready, true);
+      const metrics = await cluster.request('GET', '/metrics');
+      assert.match(metrics.text, /^watch_cache_capacity\{resource="\*core\.PersistentVolumeClaim"\} 5$/m);
+      assert.match(metrics.text, /^watch_cache_capacity\{resource="\*rbac\.ClusterRole"\} 100$/m);
     });
 
     it('serves kubectl get -w from the cache', async () => {

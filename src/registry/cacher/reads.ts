@@ -27,21 +27,27 @@ export function cacheServesWatch(cache: WatchCache | undefined, opts: WatchOptio
   return !!cache?.ready && (opts.resourceVersion ?? '') !== '';
 }
 
-/** Waits until the cache has reached the requested version; 504 Too large resource version after 3 s. */
-async function fresh(cache: WatchCache, resourceVersion: string | undefined): Promise<void> {
+/**
+ * Waits until the cache has reached the requested version (true); 504 Too large resource version after 3 s.
+ * A storage watch that reports no progress (etcd's, between its rare progress notifications) cannot show
+ * that a quiet resource has caught up with a version written elsewhere: when storage has reached the
+ * version, the answer is false and the read goes to storage, which is then just as fresh.
+ */
+export async function cacheFresh(cache: WatchCache, resourceVersion: string | undefined): Promise<boolean> {
   const rv = parseResourceVersion(resourceVersion);
-  if (rv > 0 && !(await cache.waitUntilFresh(rv, FRESHNESS_WAIT_MS))) throw tooLargeResourceVersion(rv, cache.currentRevision());
+  if (rv === 0 || cache.currentRevision() >= rv) return true;
+  if (!cache.reportsProgress && (await cache.storageRevision()) >= rv && cache.currentRevision() < rv) return false;
+  if (!(await cache.waitUntilFresh(rv, FRESHNESS_WAIT_MS))) throw tooLargeResourceVersion(rv, cache.currentRevision());
+  return true;
 }
 
-/** The stored value of a key as the cache holds it; null when absent. */
-export async function getFromCache(cache: WatchCache, key: string, resourceVersion: string | undefined): Promise<KeyValue | null> {
-  await fresh(cache, resourceVersion);
+/** The stored value of a key as the cache holds it (null when absent), once cacheFresh() allowed it. */
+export function getFromCache(cache: WatchCache, key: string): KeyValue | null {
   return cache.get(key) ?? null;
 }
 
-/** The list object, from memory: every matching item (a limit is ignored, as the cacher does). */
-export async function listFromCache(store: ResourceStore, cache: WatchCache, scope: RequestScope, opts: ListOptions): Promise<KObject> {
-  await fresh(cache, opts.resourceVersion);
+/** The list object from memory, once cacheFresh() allowed it: every matching item (a limit is ignored, as the cacher does). */
+export function listFromCache(store: ResourceStore, cache: WatchCache, scope: RequestScope, opts: ListOptions): KObject {
   const revision = cache.currentRevision();
   const kvs = cache.list(store.listPrefix(scope.namespace));
   const filtered = !!(opts.labelSelector && !opts.labelSelector.empty()) || !!(opts.fieldSelector && !opts.fieldSelector.empty());

@@ -43,8 +43,10 @@ export interface WatchCacheConfig {
   prefix: string;
   /** Events kept in the window (the configured watch cache size). */
   capacity: number;
-  /** Name for logs and metrics ('pods', 'deployments.apps'). */
+  /** Name for logs ('pods', 'deployments.apps'). */
   resource: string;
+  /** The cached type as Kubernetes' metrics label it ('*core.Pod'); defaults to `resource`. */
+  objectType?: string;
   log?: (message: string) => void;
   /** Wait before listing again after the storage watch failed (Kubernetes' reflector backs off about 1 s). */
   relistBackoffMs?: number;
@@ -90,12 +92,16 @@ export class WatchCache {
   terminatedSlow = 0;
 
   constructor(
-    private readonly kv: Pick<KV, 'list' | 'watch'>,
+    private readonly kv: Pick<KV, 'list' | 'watch' | 'currentRevision'>,
     readonly config: WatchCacheConfig,
   ) {}
 
   get ready(): boolean {
     return this.readyFlag;
+  }
+
+  get objectType(): string {
+    return this.config.objectType ?? this.config.resource;
   }
 
   get capacity(): number {
@@ -109,6 +115,16 @@ export class WatchCache {
       if (p !== undefined && p > this.rev) this.rev = p;
     }
     return this.rev;
+  }
+
+  /** Whether the storage watch tells its progress while no event comes (the embedded store's does). */
+  get reportsProgress(): boolean {
+    return this.source?.progress !== undefined && this.source.progress() !== undefined;
+  }
+
+  /** The storage's newest revision (every resource's writes count). */
+  storageRevision(): Promise<number> {
+    return this.kv.currentRevision();
   }
 
   /** Starts caching; resolves after the first list (or when the first list failed: readers use storage). */
