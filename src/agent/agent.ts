@@ -270,7 +270,8 @@ export class Agent implements ServerHost {
     const em = this.evictionManager;
     if (!em || this.stopped) return;
     try {
-      const obs = await observe(resolve(this.config.rootDir));
+      const imageFs = this.runtime.images?.imageFsDir ? await this.runtime.images.imageFsDir().catch(() => undefined) : undefined;
+      const obs = await observe(resolve(this.config.rootDir), imageFs);
       const decision = await em.synchronize(obs, () => this.podUsages());
       if (!decision.evict) return;
       const { pod, graceSeconds, message } = decision.evict;

@@ -3,6 +3,7 @@
 // probes through ExecSync, and an agent restart that adopts the running containers.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { Agent } from '../../src/agent/agent.js';
 import { CriRuntime } from '../../src/agent/runtime/cri.js';
@@ -107,6 +108,9 @@ void describe('orchlet pods on containerd (kubectl)', { skip: missing.length > 0
     assert.equal(p.status.phase, 'Succeeded', JSON.stringify(p.status));
     const logs = await c.kubectl(['logs', 'cri-env']);
     assert.equal(logs.stdout, 'hello cri-env\nhello\ns3cr3t\ntier="web"\nread-only\n');
+    // the image filesystem the imagefs eviction signals measure
+    const imageFs = await (a!.agent.runtime as CriRuntime).images.imageFsDir!();
+    assert.ok(imageFs !== undefined && existsSync(imageFs), `image filesystem ${imageFs}`);
   });
 
   void it('runs exec probes through the runtime: a failing liveness probe restarts the container', async () => {

@@ -551,4 +551,9 @@ class CriImages implements ImageService {
   async removeImage(image: string): Promise<void> {
     await criCall(this.client.removeImage(image));
   }
+
+  async imageFsDir(): Promise<string | undefined> {
+    const fs = await criCall(this.client.imageFsInfo());
+    return fs.find((f) => f.fsId?.mountpoint)?.fsId?.mountpoint;
+  }
 }

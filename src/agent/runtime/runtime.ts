@@ -223,6 +223,8 @@ export interface ImageService {
   pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string>;
   listImages(): Promise<ImageInfo[]>;
   removeImage(image: string): Promise<void>;
+  /** A directory on the filesystem that holds the images (imagefs eviction signals), if the service tells. */
+  imageFsDir?(): Promise<string | undefined>;
 }
 
 /** What a container uses now (eviction ranking); fields a runtime cannot tell are left out. */
