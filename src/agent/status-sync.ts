@@ -65,7 +65,7 @@ export class StatusSync {
   mark(uid: string): void {
     if (this.stopped) return;
     this.dirty.add(uid);
-    while (this.workers < (this.o.concurrency ?? 16) && this.dirty.size > this.workers) {
+    while (this.workers < (this.o.concurrency ?? 32) && this.dirty.size > this.workers) {
       this.workers++;
       void this.work().finally(() => this.workers--);
     }
