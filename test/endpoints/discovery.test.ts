@@ -246,7 +246,14 @@ describe('aggregated discovery documents', () => {
 
   it('/apis lists the named groups of the built-in kinds (coordination.k8s.io for Lease, events.k8s.io for Event, RBAC and access reviews)', () => {
     const items = aggregatedDiscovery(BUILTIN_KINDS, 'apis').items;
-    assert.deepEqual(items.map((g) => g.metadata.name), ['authorization.k8s.io', 'coordination.k8s.io', 'events.k8s.io', 'rbac.authorization.k8s.io']);
+    assert.deepEqual(items.map((g) => g.metadata.name), [
+      'authentication.k8s.io',
+      'authorization.k8s.io',
+      'coordination.k8s.io',
+      'events.k8s.io',
+      'flowcontrol.apiserver.k8s.io',
+      'rbac.authorization.k8s.io',
+    ]);
     const coordination = items.find((g) => g.metadata.name === 'coordination.k8s.io')!;
     assert.deepEqual(coordination.versions.map((v) => v.version), ['v1']);
     assert.deepEqual(coordination.versions[0]!.resources.map((r) => r.resource), ['leases']);

@@ -282,14 +282,15 @@ describe('observability and versioning options', () => {
 
   it('EfficientWatchResumption: bookmarks carry the storage progress, not only the kind\'s last event', async () => {
     const bookmarkAfterOtherWrites = async (cluster: TestCluster, ns: string) => {
-      const configmaps = cluster.cp.registry.store('', 'v1', 'configmaps')!;
+      // Claims: no controller writes them (configmaps would move on with kube-root-ca.crt in the new namespace).
+      const configmaps = cluster.cp.registry.store('', 'v1', 'persistentvolumeclaims')!;
       const namespaces = cluster.cp.registry.store('', 'v1', 'namespaces')!;
       const user = { name: 'test', groups: ['system:masters'] };
       const start = Number((await configmaps.list({ namespace: ns, user }, {})).metadata!.resourceVersion);
       const watch = configmaps.watch({ namespace: ns, user }, { allowWatchBookmarks: true, resourceVersion: String(start) }, 300);
       const it = watch[Symbol.asyncIterator]();
       const first = it.next();
-      // Writes of another kind move the store's revision on; no configmap event happens.
+      // Writes of another kind move the store's revision on; no claim event happens.
       const written = await namespaces.create({ namespace: '', user }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: `${ns}-other` } });
       const ev = (await first).value as { type: string; object: { metadata: { resourceVersion: string } } };
       watch.close();
@@ -372,7 +373,12 @@ describe('observability and versioning options', () => {
     const { BUILTIN_KINDS } = await import('../../src/registry/kinds/index.js');
     const gvs = (rc: Record<string, boolean>) => [...new Set(servedKinds(BUILTIN_KINDS, rc).map((k) => `${k.group}/${k.version}`))].sort();
     assert.deepEqual(gvs({ 'api/all': false, v1: true }), ['/v1']);
-    assert.deepEqual(gvs({ 'api/ga': false, 'coordination.k8s.io/v1': true }), ['coordination.k8s.io/v1']);
+    // api/ga=false turns the GA versions off; the beta ones (flowcontrol's, on by default in 1.23) stay.
+    assert.deepEqual(gvs({ 'api/ga': false, 'coordination.k8s.io/v1': true }), [
+      'coordination.k8s.io/v1',
+      'flowcontrol.apiserver.k8s.io/v1beta1',
+      'flowcontrol.apiserver.k8s.io/v1beta2',
+    ]);
     assert.deepEqual(gvs({ 'api/v1': false, 'api/legacy': false }), gvs({}).filter((g) => g !== '/v1'));
     assert.ok(gvs({}).includes('/v1') && gvs({}).includes('coordination.k8s.io/v1'));
   });
