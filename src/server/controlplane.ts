@@ -219,9 +219,11 @@ export async function createControlPlane(
   authz.set(authorizers.authorizer);
   const served = servedKinds(registry.kinds, options.runtimeConfig);
   const servedSet = new Set(served);
-  server.metrics.resourceKind = (group, version, resource) => {
+  server.metrics.resourceKind = (group, version, resource, subresource = '') => {
     const decl = registry.store(group, version, resource)?.decl;
-    return decl && servedSet.has(decl) ? decl.kind : undefined;
+    if (!decl || !servedSet.has(decl)) return undefined;
+    const routed = subresource === '' || !!(decl.subresources && subresource in decl.subresources) || !!decl.actions?.[subresource] || !!decl.connectors?.[subresource];
+    return routed ? decl.kind : undefined;
   };
   registerStorageMetrics(server.metrics, storage, storageConfigFrom(options));
   // Labelled as Kubernetes labels it, by the cached object type ('*core.PersistentVolumeClaim').
