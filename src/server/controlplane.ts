@@ -34,6 +34,7 @@ import { ensureApfBootstrap, startApfBootstrapMaintainer, startApfConfigControll
 import { startClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 import { apiAudiencesFrom, lateTokenAuthenticator, setupServiceAccounts, type ServiceAccountSetup } from './serviceaccounts.js';
 import { serviceAccountAdmission } from '../registry/admission/serviceaccount.js';
+import { defaultTolerationSeconds } from '../registry/admission/default-toleration-seconds.js';
 import {
   chooseAdvertiseAddress,
   checkServiceNetworkOptions,
@@ -324,6 +325,11 @@ function admissionPlugins(options: ServerOptions, namespaces: () => ReturnType<R
   if (on.has('ServiceAccount')) {
     const mountToken = () => registry().settings.serviceAccountTokens !== undefined;
     plugins.push(serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces, mountToken }));
+  }
+  if (on.has('DefaultTolerationSeconds')) {
+    plugins.push(
+      defaultTolerationSeconds({ notReadySeconds: options.defaultNotReadyTolerationSeconds, unreachableSeconds: options.defaultUnreachableTolerationSeconds }),
+    );
   }
   if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
   return plugins;

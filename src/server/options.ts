@@ -49,7 +49,7 @@ export const SERVER_FEATURE_GATES: readonly FeatureGateSpec[] = FEATURE_GATES;
  * The admission plugins that work so far. The others of the default-enabled list are not run yet (the README
  * says so); naming one in --enable-admission-plugins is refused as not implemented.
  */
-export const IMPLEMENTED_ADMISSION_PLUGINS: readonly string[] = ['NamespaceLifecycle', 'ServiceAccount', 'StorageObjectInUseProtection'];
+export const IMPLEMENTED_ADMISSION_PLUGINS: readonly string[] = ['NamespaceLifecycle', 'ServiceAccount', 'StorageObjectInUseProtection', 'DefaultTolerationSeconds'];
 
 export const DEFAULT_ADMISSION_PLUGINS: readonly string[] = [
   'NamespaceLifecycle',
@@ -297,12 +297,14 @@ export const SERVER_FLAGS = [
       'int',
       '300',
       'tolerationSeconds of the notReady:NoExecute toleration added to each pod lacking such a toleration.',
+      { status: S },
     ),
     flag(
       'default-unreachable-toleration-seconds',
       'int',
       '300',
       'tolerationSeconds of the unreachable:NoExecute toleration added to each pod lacking such a toleration.',
+      { status: S },
     ),
     flag(
       'disable-admission-plugins',
@@ -315,7 +317,7 @@ export const SERVER_FLAGS = [
       'enable-admission-plugins',
       'strings',
       undefined,
-      'Plugins to enable in addition to the default-enabled list. Order is irrelevant. Accepted plugins: as for --disable-admission-plugins; so far only NamespaceLifecycle, ServiceAccount and StorageObjectInUseProtection are implemented.',
+      `Plugins to enable in addition to the default-enabled list. Order is irrelevant. Accepted plugins: as for --disable-admission-plugins; so far only ${IMPLEMENTED_ADMISSION_PLUGINS.join(', ')} are implemented.`,
       { status: S, values: ADMISSION_PLUGINS },
     ),
     flag('disabled-metrics', 'strings', undefined, 'Fully qualified metric names to disable; takes precedence over showing hidden metrics.', {

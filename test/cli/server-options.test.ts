@@ -94,6 +94,7 @@ const SUPPORTED = [
   'min-request-timeout', 'max-connection-bytes-per-sec', 'http2-max-streams-per-connection', 'goaway-chance',
   'delete-collection-workers', 'default-watch-cache-size', 'watch-cache-sizes', 'orchlet-timeout', 'runtime-config',
   'feature-gates',
+  'default-not-ready-toleration-seconds', 'default-unreachable-toleration-seconds',
 ];
 
 function refused(argv: string[], message: string | RegExp): void {
