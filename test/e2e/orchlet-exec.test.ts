@@ -1,20 +1,25 @@
 // End to end: kubectl exec, attach and port-forward through the server's pods/exec, pods/attach and
-// pods/portforward to an orchlet with the built-in process runtime, which serves the WebSocket channel
-// protocols itself (v5.channel.k8s.io, kubectl 1.30 and later); SPDY/3.1 is not served by it yet.
+// pods/portforward to an orchlet with the built-in process runtime, which serves the streaming protocols
+// itself: the WebSocket channel protocols (v5.channel.k8s.io, kubectl 1.30 and later) and SPDY/3.1
+// (kubectl before 1.30 for exec and attach; port-forward from every kubectl, which after 1.30 tries
+// WebSocket tunnelling first and falls back to SPDY).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
 import { startAgent, type TestAgent } from '../helpers/agent.js';
 import { waitFor } from '../agent/runtime-contract.js';
+import { freePort } from '../helpers/ports.js';
+import { httpGet, withPortForward } from '../helpers/portforward.js';
 
 type Json = Record<string, any>;
 
-/** kubectl versions that speak WebSocket (v5.channel.k8s.io) for exec: the newest present. */
-const VERSIONS = ['1.33'].filter((v) => kubectlPath(v) !== null);
+/** kubectl versions: 1.27 speaks SPDY/3.1 only, 1.33 WebSocket (v5.channel.k8s.io) for exec and attach. */
+const VERSIONS = ['1.27', '1.33'].filter((v) => kubectlPath(v) !== null);
 
 void describe('kubectl exec and attach on the process runtime', () => {
   let c: TestCluster;
   let a: TestAgent;
+  let httpPort = 0;
   const pod = (name: string, command: string[], spec: Json = {}): Json => ({
     apiVersion: 'v1',
     kind: 'Pod',
@@ -36,7 +41,12 @@ void describe('kubectl exec and attach on the process runtime', () => {
     c = await startCluster();
     a = await startAgent(c);
     await create(pod('shell', ['sh', '-c', 'echo ready; exec sleep 600']));
+    // An HTTP server in a pod (on the host's network, as every pod of the process runtime).
+    httpPort = await freePort();
+    const server = `require('http').createServer((q, s) => s.end(q.method + ' ' + q.url + (q.url.startsWith('/big/') ? ' ' + 'x'.repeat(Number(q.url.slice(5))) : ''))).listen(${httpPort}, '127.0.0.1')`;
+    await create(pod('web', [process.execPath, '-e', server]));
     await waitRunning('shell');
+    await waitRunning('web');
   });
   after(async () => {
     await a?.stop();
@@ -74,18 +84,49 @@ void describe('kubectl exec and attach on the process runtime', () => {
     assert.equal(unbound.json?.message, 'pod unbound does not have a host assigned');
   });
 
-  void it('kubectl attach shows what the container prints while attached', async () => {
-    await create(pod('talker', ['sh', '-c', 'i=0; while [ $i -lt 40 ]; do echo "tick $i"; i=$((i+1)); sleep 0.1; done'], { restartPolicy: 'Never' }));
-    await waitRunning('talker');
-    const r = await c.kubectl(['attach', 'talker']);
+  for (const version of VERSIONS) {
+    void it(`kubectl ${version} attach shows what the container prints while attached`, async () => {
+      const name = `talker-${version.replace('.', '-')}`;
+      await create(pod(name, ['sh', '-c', 'i=0; while [ $i -lt 40 ]; do echo "tick $i"; i=$((i+1)); sleep 0.1; done'], { restartPolicy: 'Never' }));
+      await waitRunning(name);
+      const r = await c.kubectl(['attach', name], { version });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /tick 39\n$/);
+    });
+  }
+
+  void it('kubectl 1.27 exec -i over SPDY: large input and output pass the flow-control windows', async (t) => {
+    if (kubectlPath('1.27') === null) return t.skip('kubectl 1.27 is not installed');
+    const input = 'y'.repeat(300_000) + '\n';
+    const r = await c.kubectl(['exec', '-i', 'shell', '--', 'sh', '-c', 'wc -c; head -c 200000 /dev/zero | tr "\\0" z'], { version: '1.27', input });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /tick 39\n$/);
+    assert.equal(r.stdout, `${input.length}\n${'z'.repeat(200_000)}`);
   });
 
-  void it('an SPDY-only kubectl (before 1.30) is told that this runtime serves WebSocket only', async (t) => {
+  for (const version of ['1.27', '1.33', undefined]) {
+    void it(`kubectl ${version ?? '(default)'} port-forward reaches an HTTP server in the pod`, async (t) => {
+      if (version && kubectlPath(version) === null) return t.skip(`kubectl ${version} is not installed`);
+      await withPortForward(c, version, 'pod/web', httpPort, async (local) => {
+        const first = await httpGet(local, '/one');
+        assert.equal(first.code, 200);
+        assert.equal(first.body, 'GET /one');
+        // Several connections, one after another and at once, each its own pair of streams.
+        const many = await Promise.all([1, 2, 3].map((i) => httpGet(local, `/many/${i}`)));
+        assert.deepEqual(
+          many.map((m) => m.body),
+          ['GET /many/1', 'GET /many/2', 'GET /many/3'],
+        );
+        const big = await httpGet(local, '/big/300000');
+        assert.equal(big.body, `GET /big/300000 ${'x'.repeat(300_000)}`);
+      });
+    });
+  }
+
+  void it('port-forward to a port where nothing listens: kubectl is told why', async (t) => {
     if (kubectlPath('1.27') === null) return t.skip('kubectl 1.27 is not installed');
-    const r = await c.kubectl(['exec', 'shell', '--', 'true'], { version: '1.27' });
-    assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /SPDY\/3\.1 is not served by the orch process runtime/);
+    const closed = await freePort();
+    await withPortForward(c, '1.27', 'pod/web', closed, async (local) => {
+      await assert.rejects(httpGet(local, '/'));
+    });
   });
 });

@@ -13,7 +13,8 @@
 //     protocols itself) gives a URL, and the client's upgrade request is forwarded there and the two
 //     connections spliced, as kubelet's proxyStream does;
 //   - the process runtime gives sessions, and the agent speaks the protocols: the WebSocket channel
-//     protocols (v5.channel.k8s.io, v4.channel.k8s.io: streaming-ws.ts) and SPDY/3.1 (streaming-spdy.ts).
+//     protocols (v5.channel.k8s.io, v4.channel.k8s.io: streaming-ws.ts) and SPDY/3.1 (streaming-spdy.ts,
+//     exec, attach and port-forward).
 // --streaming-connection-idle-timeout closes a connection the agent serves itself after that long
 // without traffic (0: never).
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -165,8 +166,8 @@ export async function serveStreamingUpgrade(host: StreamingHost, req: IncomingMe
       return await serveWebSocketStream(req, socket, head, runtime, target, o);
     }
     if (upgrade === SPDY_UPGRADE.toLowerCase()) {
-      if (target.kind === 'portForward') return await serveSpdyPortForward(req, socket, runtime, target, o);
-      return await serveSpdyExec(req, socket, runtime, target, o);
+      if (target.kind === 'portForward') return await serveSpdyPortForward(req, socket, head, runtime, target, o);
+      return await serveSpdyExec(req, socket, head, runtime, target, o);
     }
     return refuseUpgrade(socket, 400, `unsupported upgrade protocol ${JSON.stringify(req.headers['upgrade'] ?? '')}`);
   } catch (err) {
