@@ -5,6 +5,11 @@
 // WebSocket tunnelling first and falls back to SPDY).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
+import { controlFrame, FLAG_FIN, FrameReader, FrameType, HeaderCodec, synStreamPayload, type Frame } from '../../src/agent/server/spdy/framing.js';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
 import { startAgent, type TestAgent } from '../helpers/agent.js';
 import { waitFor } from '../agent/runtime-contract.js';
@@ -12,6 +17,43 @@ import { freePort } from '../helpers/ports.js';
 import { httpGet, withPortForward } from '../helpers/portforward.js';
 
 type Json = Record<string, any>;
+
+/** An SPDY/3.1 upgrade request through the server, as a client without kubectl makes it. */
+function spdyUpgrade(c: TestCluster, path: string, protocols: string[]): Promise<{ status: number; headers: Json; body: string; socket?: Duplex; head?: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${c.url}${path}`, {
+      method: 'POST',
+      ca: c.cp.server.caCert,
+      headers: { authorization: `Bearer ${c.token}`, connection: 'Upgrade', upgrade: 'SPDY/3.1', 'x-stream-protocol-version': protocols },
+    });
+    req.on('upgrade', (res, socket, head) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '', socket, head }));
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Opens client streams with these headers (each ended at once) and collects what comes back per stream until the server ends the connection. */
+async function spdyRun(socket: Duplex, head: Buffer, streams: Record<string, string>[]): Promise<{ data: Map<number, string>; frames: Frame[] }> {
+  const codec = new HeaderCodec();
+  const reader = new FrameReader();
+  const frames: Frame[] = [...reader.push(head)];
+  socket.on('data', (chunk: Buffer) => frames.push(...reader.push(chunk)));
+  const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  for (const [i, h] of streams.entries()) {
+    const block = await codec.compress(Object.fromEntries(Object.entries(h).map(([k, v]) => [k, [v]])));
+    socket.write(controlFrame(FrameType.SynStream, FLAG_FIN, synStreamPayload(1 + 2 * i, block)));
+  }
+  socket.resume();
+  await ended;
+  const data = new Map<number, string>();
+  for (const f of frames) if (!f.control) data.set(f.streamId, (data.get(f.streamId) ?? '') + f.payload.toString());
+  return { data, frames };
+}
 
 /** kubectl versions: 1.27 speaks SPDY/3.1 only, 1.33 WebSocket (v5.channel.k8s.io) for exec and attach. */
 const VERSIONS = ['1.27', '1.33'].filter((v) => kubectlPath(v) !== null);
@@ -123,10 +165,37 @@ void describe('kubectl exec and attach on the process runtime', () => {
   }
 
   void it('port-forward to a port where nothing listens: kubectl is told why', async (t) => {
-    if (kubectlPath('1.27') === null) return t.skip('kubectl 1.27 is not installed');
-    const closed = await freePort();
-    await withPortForward(c, '1.27', 'pod/web', closed, async (local) => {
+    const bin = kubectlPath('1.27');
+    if (bin === null) return t.skip('kubectl 1.27 is not installed');
+    const [closed, local] = [await freePort(), await freePort()];
+    const child = spawn(bin, ['--kubeconfig', c.kubeconfig, 'port-forward', 'pod/web', `${local}:${closed}`], { env: { ...process.env, HOME: c.dir, KUBECACHEDIR: join(c.dir, 'cache') } });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    try {
+      await waitFor('kubectl port-forward to listen', async () => (out.includes('Forwarding from') ? true : undefined), 20_000);
       await assert.rejects(httpGet(local, '/'));
-    });
+      await waitFor('kubectl to say why', async () => (out.includes(`error forwarding port ${closed} to pod web`) ? true : undefined), 20_000);
+      assert.match(out, /ECONNREFUSED/);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  void it('SPDY protocol versions: v3.channel.k8s.io gets the error text, an unknown version 403', async () => {
+    const path = '/api/v1/namespaces/default/pods/shell/exec?command=sh&command=-c&command=echo%20hi%3B%20exit%205&output=1&error=1';
+    const none = await spdyUpgrade(c, path, ['v9.channel.k8s.io']);
+    assert.equal(none.status, 403);
+    assert.match(none.body, /unable to negotiate protocol/);
+    const v3 = await spdyUpgrade(c, path, ['v3.channel.k8s.io', 'v2.channel.k8s.io']);
+    assert.equal(v3.status, 101);
+    assert.equal(v3.headers['x-stream-protocol-version'], 'v3.channel.k8s.io');
+    const { data, frames } = await spdyRun(v3.socket!, v3.head!, [{ streamType: 'error' }, { streamType: 'stdout' }, { streamType: 'stderr' }]);
+    assert.equal(frames.filter((f) => f.control && f.type === FrameType.SynReply).length, 3);
+    assert.equal(data.get(3), 'hi\n');
+    assert.equal(data.get(1), 'command terminated with non-zero exit code: error executing command [sh -c echo hi; exit 5], exit code 5');
+    assert.ok(frames.some((f) => f.control && f.type === FrameType.GoAway));
   });
 });
