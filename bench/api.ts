@@ -18,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startCluster } from '../test/helpers/cluster.js';
 import { freePort } from '../test/helpers/ports.js';
+import { rowRecorder, type BenchRow } from './rows.js';
 
 /** Where the bench reaches the server, and how it reads the server's memory. */
 export interface BenchServer {
@@ -138,11 +139,7 @@ async function startServerInProcess(): Promise<BenchServer> {
   };
 }
 
-export interface ApiRow {
-  metric: string;
-  value: number;
-  unit: string;
-}
+export type ApiRow = BenchRow;
 
 export const CONCURRENCY = 16;
 const NS = 'bench';
@@ -266,6 +263,23 @@ export async function runConcurrent(
   };
 }
 
+/**
+ * Creates n / 10 claims in `ns` untimed (JIT warm-up), then `n` timed ones at concurrency 16: creates/s and the
+ * server's CPU per create (null in-process).
+ */
+export async function timedCreates(
+  client: Client,
+  server: BenchServer,
+  ns: string,
+  n: number,
+): Promise<{ opsPerSec: number; serverCpuUsPerOp: number | null }> {
+  const warm = Math.round(n / 10);
+  const create = (offset: number) => (c: Client, i: number) => c.expect(201, 'POST', PVC_PATH(ns), pvcBody(pvcName(offset + i)));
+  await runConcurrent(warm, CONCURRENCY, [client], create(0));
+  const r = await runConcurrent(n, CONCURRENCY, [client], create(warm), server);
+  return { opsPerSec: r.opsPerSec, serverCpuUsPerOp: r.serverCpuUsPerOp };
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
@@ -353,11 +367,7 @@ const mib = (bytes: number) => bytes / 1048576;
 
 export async function benchApi(scale: number): Promise<ApiRow[]> {
   const rows: ApiRow[] = [];
-  const add = (metric: string, v: number, unit: string) => {
-    const value = Math.round(v * 100) / 100;
-    rows.push({ metric, value, unit });
-    console.log(`  ${metric.padEnd(58)} ${value.toLocaleString('en').padStart(10)} ${unit}`);
-  };
+  const add = rowRecorder(rows);
   const inProcess = process.env.BENCH_API_INPROCESS === '1';
   const server = inProcess ? await startServerInProcess() : await startServerProcess();
   const throughput = async (metric: string, total: number, clients: Client[], op: (client: Client, i: number) => Promise<unknown>) => {

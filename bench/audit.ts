@@ -8,7 +8,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client, CONCURRENCY, PVC_PATH, pvcBody, pvcName, runConcurrent, startServerProcess } from './api.js';
+import { Client, CONCURRENCY, startServerProcess, timedCreates } from './api.js';
+import { rowRecorder, type BenchRow } from './rows.js';
 
 const POLICY = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -16,11 +17,7 @@ rules:
 - level: Metadata
 `;
 
-export interface AuditRow {
-  metric: string;
-  value: number;
-  unit: string;
-}
+export type AuditRow = BenchRow;
 
 interface Setup {
   label: string;
@@ -46,11 +43,7 @@ async function measure(setup: Setup, n: number): Promise<{ opsPerSec: number; se
     const client = await Client.open(server);
     try {
       await client.expect(201, 'POST', '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench' } }));
-      const warm = Math.round(n / 10);
-      const create = (offset: number) => (c: Client, i: number) => c.expect(201, 'POST', PVC_PATH('bench'), pvcBody(pvcName(offset + i)));
-      await runConcurrent(warm, CONCURRENCY, [client], create(0));
-      const r = await runConcurrent(n, CONCURRENCY, [client], create(warm), server);
-      return { opsPerSec: r.opsPerSec, serverCpuUsPerOp: r.serverCpuUsPerOp };
+      return await timedCreates(client, server, 'bench', n);
     } finally {
       await client.close();
     }
@@ -61,11 +54,7 @@ async function measure(setup: Setup, n: number): Promise<{ opsPerSec: number; se
 
 export async function benchAudit(scale: number): Promise<AuditRow[]> {
   const rows: AuditRow[] = [];
-  const add = (metric: string, v: number, unit: string) => {
-    const value = Math.round(v * 100) / 100;
-    rows.push({ metric, value, unit });
-    console.log(`  ${metric.padEnd(58)} ${value.toLocaleString('en').padStart(10)} ${unit}`);
-  };
+  const add = rowRecorder(rows);
   const n = Math.max(300, Math.round(5_000 * scale));
   console.log(`audit: node ${process.version}, bin/orch-apiserver in its own process, HTTPS + HTTP/2, concurrency ${CONCURRENCY}, ${n.toLocaleString('en')} PVC creates each`);
   let base: number | undefined;

@@ -10,13 +10,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, CONCURRENCY, PVC_PATH, pvcBody, pvcName, runConcurrent, startServerProcess } from './api.js';
+import { Client, CONCURRENCY, PVC_PATH, pvcBody, startServerProcess, timedCreates } from './api.js';
+import { rowRecorder, type BenchRow } from './rows.js';
 
-export interface AuthzRow {
-  metric: string;
-  value: number;
-  unit: string;
-}
+export type AuthzRow = BenchRow;
 
 interface Setup {
   label: string;
@@ -58,11 +55,7 @@ async function measure(setup: Setup, n: number): Promise<{ opsPerSec: number; se
           await sleep(50);
         }
       }
-      const warm = Math.round(n / 10);
-      const create = (offset: number) => (c: Client, i: number) => c.expect(201, 'POST', PVC_PATH('bench'), pvcBody(pvcName(offset + i)));
-      await runConcurrent(warm, CONCURRENCY, [client], create(0));
-      const r = await runConcurrent(n, CONCURRENCY, [client], create(warm), server);
-      return { opsPerSec: r.opsPerSec, serverCpuUsPerOp: r.serverCpuUsPerOp };
+      return await timedCreates(client, server, 'bench', n);
     } finally {
       if (client !== admin) await client.close();
       await admin.close();
@@ -74,11 +67,7 @@ async function measure(setup: Setup, n: number): Promise<{ opsPerSec: number; se
 
 export async function benchAuthz(scale: number): Promise<AuthzRow[]> {
   const rows: AuthzRow[] = [];
-  const add = (metric: string, v: number, unit: string) => {
-    const value = Math.round(v * 100) / 100;
-    rows.push({ metric, value, unit });
-    console.log(`  ${metric.padEnd(58)} ${value.toLocaleString('en').padStart(10)} ${unit}`);
-  };
+  const add = rowRecorder(rows);
   const n = Math.max(300, Math.round(5_000 * scale));
   console.log(`authz: node ${process.version}, bin/orch-apiserver in its own process, HTTPS + HTTP/2, concurrency ${CONCURRENCY}, ${n.toLocaleString('en')} PVC creates each`);
   let base: number | undefined;
