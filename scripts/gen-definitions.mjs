@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Generates the OpenAPI definitions of the Pod and Event kinds (src/registry/kinds/pod/definitions.ts and
-// src/registry/kinds/event/definitions.ts) from the models of @kubernetes/client-node (a dev dependency):
+// Generates the OpenAPI definitions of the Pod, Event, Service, PriorityClass, LimitRange and StorageClass kinds
+// (src/registry/kinds/<kind>/definitions.ts) from the models of @kubernetes/client-node (a dev dependency):
 // names, types, formats, required fields and descriptions come from its generated classes; what those
 // classes do not carry is added here as Kubernetes 1.23's types.go declares it: patch strategies and merge
 // keys, list types, atomic structs, Quantity and IntOrString fields. Fields added after 1.23 are dropped.
@@ -71,6 +71,7 @@ const byName = { 'x-kubernetes-patch-merge-key': 'name', 'x-kubernetes-patch-str
 
 /** Extensions of fields, as 1.23's types.go tags them (patchStrategy, patchMergeKey, listType, listMapKey). */
 const FIELD_EXTENSIONS = {
+  V1StorageClass: { allowedTopologies: { 'x-kubernetes-list-type': 'atomic' } },
   V1Container: containerLists,
   V1EphemeralContainer: containerLists,
   V1PodSpec: {
@@ -161,7 +162,12 @@ const REF_DESCRIPTIONS = {
 };
 
 /** Fields whose client type is a plain string or string map but whose Kubernetes type is a Quantity. */
-const QUANTITY_FIELDS = { V1PodSpec: ['overhead'], V1EmptyDirVolumeSource: ['sizeLimit'], V1ResourceFieldSelector: ['divisor'] };
+const QUANTITY_FIELDS = {
+  V1PodSpec: ['overhead'],
+  V1EmptyDirVolumeSource: ['sizeLimit'],
+  V1ResourceFieldSelector: ['divisor'],
+  V1LimitRangeItem: ['default', 'defaultRequest', 'max', 'maxLimitRequestRatio', 'min'],
+};
 
 /** The kinds among the classes, with the group-version-kind 1.23's OpenAPI tags them with. */
 const GVK = {
@@ -177,10 +183,16 @@ const GVK = {
   V1ServiceList: ['', 'ServiceList', 'v1'],
   V1Endpoints: ['', 'Endpoints', 'v1'],
   V1EndpointsList: ['', 'EndpointsList', 'v1'],
+  V1PriorityClass: ['scheduling.k8s.io', 'PriorityClass', 'v1'],
+  V1PriorityClassList: ['scheduling.k8s.io', 'PriorityClassList', 'v1'],
+  V1LimitRange: ['', 'LimitRange', 'v1'],
+  V1LimitRangeList: ['', 'LimitRangeList', 'v1'],
+  V1StorageClass: ['storage.k8s.io', 'StorageClass', 'v1'],
+  V1StorageClassList: ['storage.k8s.io', 'StorageClassList', 'v1'],
 };
 
 /** Structs Kubernetes 1.23 marks +structType=atomic. */
-const ATOMIC_STRUCTS = new Set(['CoreV1EndpointPort', 'V1ConfigMapKeySelector', 'V1SecretKeySelector', 'V1ObjectFieldSelector', 'V1ResourceFieldSelector', 'V1NodeSelector', 'V1NodeSelectorTerm']);
+const ATOMIC_STRUCTS = new Set(['V1TopologySelectorTerm', 'CoreV1EndpointPort', 'V1ConfigMapKeySelector', 'V1SecretKeySelector', 'V1ObjectFieldSelector', 'V1ResourceFieldSelector', 'V1NodeSelector', 'V1NodeSelectorTerm']);
 
 function definitionName(cls) {
   if (EXTERNAL[cls]) return EXTERNAL[cls];
@@ -188,6 +200,8 @@ function definitionName(cls) {
   if ((m = /^CoreV1(.+)$/.exec(cls))) return CORE + m[1];
   if ((m = /^EventsV1(.+)$/.exec(cls))) return `io.k8s.api.events.v1.${m[1]}`;
   if (cls === 'V1Eviction') return 'io.k8s.api.policy.v1.Eviction';
+  if ((m = /^V1(PriorityClass(List)?)$/.exec(cls))) return `io.k8s.api.scheduling.v1.${m[1]}`;
+  if ((m = /^V1(StorageClass(List)?)$/.exec(cls))) return `io.k8s.api.storage.v1.${m[1]}`;
   if (cls === 'V1Condition') return `${META}Condition`;
   if ((m = /^V1(.+)$/.exec(cls))) return CORE + m[1];
   throw new Error(`no definition name for ${cls}`);
@@ -316,3 +330,12 @@ emit(join(repo, 'src/registry/kinds/event/definitions.ts'), 'EVENT_DEFINITIONS',
 
 const service = await generate(['V1Service', 'V1ServiceList', 'V1Endpoints', 'V1EndpointsList'], new Set([...Object.keys(pod), ...Object.keys(event)]));
 emit(join(repo, 'src/registry/kinds/service/definitions.ts'), 'SERVICE_DEFINITIONS', HEADER('Service and Endpoints'), service);
+
+const priorityClass = await generate(['V1PriorityClass', 'V1PriorityClassList'], new Set());
+emit(join(repo, 'src/registry/kinds/priorityclass/definitions.ts'), 'PRIORITY_CLASS_DEFINITIONS', HEADER('PriorityClass'), priorityClass);
+
+const limitRange = await generate(['V1LimitRange', 'V1LimitRangeList'], new Set());
+emit(join(repo, 'src/registry/kinds/limitrange/definitions.ts'), 'LIMIT_RANGE_DEFINITIONS', HEADER('LimitRange'), limitRange);
+
+const storageClass = await generate(['V1StorageClass', 'V1StorageClassList'], new Set());
+emit(join(repo, 'src/registry/kinds/storageclass/definitions.ts'), 'STORAGE_CLASS_DEFINITIONS', HEADER('StorageClass'), storageClass);

@@ -26,6 +26,7 @@ import { AUTHORIZATION_PROTOBUF_KINDS, AUTHORIZATION_PROTOBUF_MESSAGES } from '.
 import { RBAC_PROTOBUF_KINDS, RBAC_PROTOBUF_MESSAGES } from './kinds/rbac/protobuf.js';
 import { SERVICE_PROTOBUF_KINDS, SERVICE_PROTOBUF_MESSAGES } from './kinds/service/protobuf.js';
 import { AUTHENTICATION_PROTOBUF_KINDS, AUTHENTICATION_PROTOBUF_MESSAGES } from './kinds/authentication/protobuf.js';
+import { ADMISSION_KINDS_PROTOBUF_KINDS, ADMISSION_KINDS_PROTOBUF_MESSAGES } from './kinds/priorityclass/protobuf.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // Descriptors
@@ -558,7 +559,7 @@ const messageList: MessageDescriptor[] = [
 
 /** Every message descriptor, by name ('meta.v1.ObjectMeta', 'core.v1.Namespace', ...). */
 export const MESSAGES: Readonly<Record<string, MessageDescriptor>> = Object.freeze(
-  Object.fromEntries([...messageList, ...RBAC_PROTOBUF_MESSAGES, ...AUTHORIZATION_PROTOBUF_MESSAGES, ...AUTHENTICATION_PROTOBUF_MESSAGES, ...SERVICE_PROTOBUF_MESSAGES].map((m) => [m.name, m])),
+  Object.fromEntries([...messageList, ...RBAC_PROTOBUF_MESSAGES, ...AUTHORIZATION_PROTOBUF_MESSAGES, ...AUTHENTICATION_PROTOBUF_MESSAGES, ...SERVICE_PROTOBUF_MESSAGES, ...ADMISSION_KINDS_PROTOBUF_MESSAGES].map((m) => [m.name, m])),
 );
 
 /** The top-level kinds a body may carry: kind → message and accepted apiVersions (null: any). */
@@ -585,6 +586,7 @@ export const PROTOBUF_KINDS: Readonly<Record<string, { message: string; apiVersi
     ...AUTHORIZATION_PROTOBUF_KINDS,
     ...AUTHENTICATION_PROTOBUF_KINDS,
     ...SERVICE_PROTOBUF_KINDS,
+    ...ADMISSION_KINDS_PROTOBUF_KINDS,
   });
 
 function descriptor(name: string): MessageDescriptor {

@@ -35,6 +35,8 @@ import { startClusterRoleAggregation } from './controllers/clusterrole-aggregati
 import { apiAudiencesFrom, lateTokenAuthenticator, setupServiceAccounts, type ServiceAccountSetup } from './serviceaccounts.js';
 import { serviceAccountAdmission } from '../registry/admission/serviceaccount.js';
 import { defaultTolerationSeconds } from '../registry/admission/default-toleration-seconds.js';
+import { priorityAdmission } from '../registry/admission/priority.js';
+import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
 import {
   chooseAdvertiseAddress,
   checkServiceNetworkOptions,
@@ -252,7 +254,11 @@ export async function createControlPlane(
       await registry.startWatchCaches();
       await bootstrapNamespaces(registry);
       const log = server.logger;
-      await Promise.all([reconcileBootstrapPolicy(registry), ensureApfBootstrap(registry)]);
+      await Promise.all([
+        reconcileBootstrapPolicy(registry),
+        ensureApfBootstrap(registry),
+        ensureSystemPriorityClasses(registry.store('scheduling.k8s.io', 'v1', 'priorityclasses')!),
+      ]);
       // The allocators are made consistent with the stored Services before any request can allocate.
       await repairServiceNetwork(registry.store('', 'v1', 'services')!, serviceNetwork, log);
       controllers = [startNamespaceController(registry, log), startPvcProtectionController(registry, log), ...serviceAccounts.startControllers(registry, log)];
@@ -326,6 +332,7 @@ function admissionPlugins(options: ServerOptions, namespaces: () => ReturnType<R
     const mountToken = () => registry().settings.serviceAccountTokens !== undefined;
     plugins.push(serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces, mountToken }));
   }
+  if (on.has('Priority')) plugins.push(priorityAdmission(() => registry().store('scheduling.k8s.io', 'v1', 'priorityclasses')));
   if (on.has('DefaultTolerationSeconds')) {
     plugins.push(
       defaultTolerationSeconds({ notReadySeconds: options.defaultNotReadyTolerationSeconds, unreachableSeconds: options.defaultUnreachableTolerationSeconds }),

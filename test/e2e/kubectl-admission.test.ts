@@ -32,6 +32,14 @@ describe('kubectl: default admission plugins', { skip }, () => {
     return r.stdout;
   };
   const json = async (args: string[]) => JSON.parse(await ok([...args, '-o', 'json']));
+  /** kubectl apply that must fail; returns stderr. */
+  const refused = async (args: string[], input?: string) => {
+    const r = await k(args, input);
+    assert.notEqual(r.code, 0, `kubectl ${args.join(' ')} should have failed: ${r.stdout}`);
+    return r.stderr;
+  };
+
+
   before(async () => {
     c = await startCluster(['--default-unreachable-toleration-seconds=200']);
   });
@@ -61,6 +69,71 @@ describe('kubectl: default admission plugins', { skip }, () => {
       await ok(['apply', '-f', '-'], pod('tol-all', '  tolerations:\n  - {operator: Exists}\n'));
       const p = await json(['get', 'pod', 'tol-all']);
       assert.deepEqual(p.spec.tolerations, [{ operator: 'Exists' }]);
+    });
+  });
+
+  describe('Priority', () => {
+    it('serves the system PriorityClasses, made at start, in the table kubectl prints', async () => {
+      const out = await ok(['get', 'priorityclasses']);
+      const lines = out.trim().split('\n').map((l) => l.split(/\s+/));
+      assert.deepEqual(lines[0], ['NAME', 'VALUE', 'GLOBAL-DEFAULT', 'AGE']);
+      assert.deepEqual(lines.slice(1).map((l) => l.slice(0, 3)), [
+        ['system-cluster-critical', '2000000000', 'false'],
+        ['system-node-critical', '2000001000', 'false'],
+      ]);
+      const pc = await json(['get', 'pc', 'system-node-critical']);
+      assert.equal(pc.preemptionPolicy, 'PreemptLowerPriority');
+      assert.equal(pc.description, 'Used for system critical pods that must not be moved from their current node.');
+    });
+    it('refuses to delete a system class and reserves the system- prefix', async () => {
+      let err = await refused(['delete', 'pc', 'system-node-critical']);
+      assert.match(err, /priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: this is a system priority class and cannot be deleted/);
+      err = await refused(['create', 'priorityclass', 'system-mine', '--value=5']);
+      assert.match(
+        err,
+        /PriorityClass.scheduling.k8s.io "system-mine" is invalid: metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: name system-mine is not a known system priority class/,
+      );
+      err = await refused(['create', 'priorityclass', 'too-high', '--value=1000000001']);
+      assert.match(err, /value: Forbidden: maximum allowed value of a user defined priority is 1000000000/);
+    });
+    it('gives a pod without a class priority 0 when no class is the global default', async () => {
+      await ok(['apply', '-f', '-'], pod('prio-none'));
+      const p = await json(['get', 'pod', 'prio-none']);
+      assert.equal(p.spec.priority, 0);
+      assert.equal(p.spec.preemptionPolicy, 'PreemptLowerPriority');
+      assert.equal(p.spec.priorityClassName, undefined);
+    });
+    it("takes the priority and preemption policy of the pod's class", async () => {
+      await ok(['create', 'priorityclass', 'high', '--value=1000', '--preemption-policy=Never', '--description=important']);
+      const table = await ok(['get', 'pc', 'high', '--no-headers']);
+      assert.match(table, /^high\s+1000\s+false\s+/);
+      await ok(['apply', '-f', '-'], pod('prio-high', '  priorityClassName: high\n'));
+      const p = await json(['get', 'pod', 'prio-high']);
+      assert.equal(p.spec.priority, 1000);
+      assert.equal(p.spec.preemptionPolicy, 'Never');
+      await ok(['apply', '-f', '-'], pod('prio-critical', '  priorityClassName: system-cluster-critical\n'));
+      assert.equal((await json(['get', 'pod', 'prio-critical'])).spec.priority, 2000000000);
+    });
+    it('refuses a pod naming an unknown class, or a priority that differs from its class', async () => {
+      let err = await refused(['apply', '-f', '-'], pod('prio-unknown', '  priorityClassName: nope\n'));
+      assert.match(err, /pods "prio-unknown" is forbidden: no PriorityClass with name nope was found/);
+      err = await refused(['apply', '-f', '-'], pod('prio-wrong', '  priorityClassName: high\n  priority: 7\n'));
+      assert.match(
+        err,
+        /pods "prio-wrong" is forbidden: the integer value of priority \(7\) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name/,
+      );
+    });
+    it('uses the global default class for pods without one, and allows only one default', async () => {
+      await ok(['create', 'priorityclass', 'everyone', '--value=10', '--global-default']);
+      const err = await refused(['create', 'priorityclass', 'another', '--value=20', '--global-default']);
+      assert.match(err, /priorityclasses.scheduling.k8s.io "another" is forbidden: PriorityClass everyone is already marked as default. Only one default can exist/);
+      await ok(['apply', '-f', '-'], pod('prio-default'));
+      const p = await json(['get', 'pod', 'prio-default']);
+      assert.equal(p.spec.priorityClassName, 'everyone');
+      assert.equal(p.spec.priority, 10);
+      const err2 = await refused(['patch', 'pc', 'everyone', '--type=merge', '-p', '{"value":11}']);
+      assert.match(err2, /value: Forbidden: may not be changed in an update./);
+      await ok(['delete', 'pc', 'everyone']);
     });
   });
 });

@@ -253,6 +253,7 @@ describe('aggregated discovery documents', () => {
       'events.k8s.io',
       'flowcontrol.apiserver.k8s.io',
       'rbac.authorization.k8s.io',
+      'scheduling.k8s.io',
     ]);
     const coordination = items.find((g) => g.metadata.name === 'coordination.k8s.io')!;
     assert.deepEqual(coordination.versions.map((v) => v.version), ['v1']);

@@ -51,8 +51,9 @@ describe('pod defaulting', () => {
     assert.equal(spec.schedulerName, 'default-scheduler');
     assert.equal(spec.terminationGracePeriodSeconds, 30);
     assert.equal(spec.enableServiceLinks, true);
-    assert.equal(spec.priority, 0);
-    assert.equal(spec.preemptionPolicy, 'PreemptLowerPriority');
+    // The Priority admission plugin, not the strategy, sets these.
+    assert.equal(spec.priority, undefined);
+    assert.equal(spec.preemptionPolicy, undefined);
     const c = spec.containers[0];
     assert.equal(c.imagePullPolicy, 'Always');
     assert.deepEqual(c.ports, [{ containerPort: 80, protocol: 'TCP' }]);

@@ -1,8 +1,7 @@
 /**
  * Pod (core/v1, namespaced), as Kubernetes 1.23 serves it (pkg/registry/core/pod/strategy.go):
- *   - create: status is reset to phase Pending with the pod's QoS class; priority 0 and preemptionPolicy
- *     PreemptLowerPriority when no priority class is named (what the Priority admission plugin does with
- *     no default class; the system classes give their values);
+ *   - create: status is reset to phase Pending with the pod's QoS class (priority and preemptionPolicy
+ *     come from the Priority admission plugin);
  *   - update: the main resource keeps status, the status subresource keeps spec and ownerReferences;
  *   - defaulting, validation and what an update may change: defaults.ts and validation.ts;
  *   - graceful deletion (CheckGracefulDelete): the requested grace period, else the pod's
@@ -29,12 +28,6 @@ const s = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 export const POD = 'io.k8s.api.core.v1.Pod';
 export const POD_LIST = 'io.k8s.api.core.v1.PodList';
-
-/** The built-in priority classes (scheduling.k8s.io) and their values. */
-export const SYSTEM_PRIORITY_CLASSES: Readonly<Record<string, number>> = {
-  'system-node-critical': 2000001000,
-  'system-cluster-critical': 2000000000,
-};
 
 const millis = (v: unknown): bigint | null => {
   const q = typeof v === 'string' || typeof v === 'number' ? tryParseQuantity(String(v)) : null;
@@ -168,11 +161,6 @@ export const podKind: KindDecl = {
     prepareForCreate(obj: KObject): void {
       defaultPod(obj);
       obj.status = { phase: 'Pending', qosClass: podQOSClass(obj) };
-      const spec: Json = obj.spec;
-      const cls = s(spec['priorityClassName']);
-      if (cls === '' && spec['priority'] === undefined) spec['priority'] = 0;
-      else if (cls in SYSTEM_PRIORITY_CLASSES && spec['priority'] === undefined) spec['priority'] = SYSTEM_PRIORITY_CLASSES[cls];
-      if (spec['preemptionPolicy'] === undefined && (cls === '' || cls in SYSTEM_PRIORITY_CLASSES)) spec['preemptionPolicy'] = 'PreemptLowerPriority';
     },
     prepareForUpdate(obj: KObject, old: KObject): void {
       if (old.status !== undefined) obj.status = structuredClone(old.status);
