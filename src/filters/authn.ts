@@ -6,6 +6,7 @@
  * request without credentials becomes system:anonymous. The user is reached through getUser(req).
  */
 import { readFile } from 'node:fs/promises';
+import { X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 
 import {
@@ -21,6 +22,7 @@ import {
   type RequestContext,
   type UserInfo,
 } from '../endpoints/http.js';
+import { peerChainsTo } from './authn/requestheader.js';
 
 export { ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER, getUser, requestContext, setUser };
 export type { ApiRequest, ApiResponse, Handler, RequestContext, UserInfo };
@@ -84,7 +86,9 @@ function asList(v: string | string[] | undefined): string[] {
  * Client certificates. The TLS server must request them and verify against the client CA without
  * rejecting the handshake; `authorized` then says whether the CA signed the presented chain.
  */
-export function clientCertAuthenticator(): Authenticator {
+export function clientCertAuthenticator(clientCAs?: readonly string[]): Authenticator {
+  // With another CA trusted by the TLS layer (the front proxy's), the chain is checked against the client CAs here.
+  const cas = clientCAs?.map((pem) => new X509Certificate(pem));
   return {
     authenticate(req) {
       const socket = tlsSocketOf(req);
@@ -94,6 +98,8 @@ export function clientCertAuthenticator(): Authenticator {
       if (!socket.authorized) {
         return { status: 'failed', reason: `verifying certificate: ${String(socket.authorizationError ?? 'unknown authority')}` };
       }
+      const chained = cas ? peerChainsTo(socket, cas) : undefined;
+      if (chained && !chained.ok) return { status: 'failed', reason: `verifying certificate: ${chained.error ?? ''}` };
       const name = asList(cert.subject?.CN)[0];
       if (!name) return { status: 'failed', reason: 'client certificate has no common name' };
       return { status: 'authenticated', user: { name, groups: asList(cert.subject?.O) } };

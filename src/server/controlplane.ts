@@ -34,6 +34,7 @@ import { ensureApfBootstrap, startApfBootstrapMaintainer, startApfConfigControll
 import { startClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 import { apiAudiencesFrom, lateTokenAuthenticator, setupServiceAccounts, type ServiceAccountSetup } from './serviceaccounts.js';
 import { serviceAccountAdmission } from '../registry/admission/serviceaccount.js';
+import { extraTokenAuthenticators, loadProxyClient, requestHeaderFrom } from './authenticators.js';
 import { defaultTolerationSeconds } from '../registry/admission/default-toleration-seconds.js';
 import { priorityAdmission } from '../registry/admission/priority.js';
 import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
@@ -158,8 +159,11 @@ export async function createControlPlane(
     const cfg = serverConfigFrom(options, logger);
     cfg.authorizer = authz;
     if (overrides.securePort !== undefined) cfg.securePort = overrides.securePort;
-    cfg.tokenAuthenticators = [serviceAccountTokens];
     cfg.apiAudiences = apiAudiencesFrom(options);
+    cfg.tokenAuthenticators = [serviceAccountTokens, ...extraTokenAuthenticators(options, () => registry, cfg.apiAudiences)];
+    const requestHeader = requestHeaderFrom(options);
+    if (requestHeader) cfg.requestHeader = requestHeader;
+    loadProxyClient(options);
     server = await createApiServer(cfg);
     serviceAccounts = await setupServiceAccounts(options, server, serviceAccountTokens, () => registry);
   } catch (err) {

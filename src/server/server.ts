@@ -22,6 +22,7 @@ import {
   type Authenticator,
   type Handler,
 } from '../filters/authn.js';
+import { requestHeaderAuthenticator, type RequestHeaderConfig } from '../filters/authn/requestheader.js';
 import { audienceAgnostic, bearerTokenAuthenticator, tokenReviewer, tokenTableAuthenticator, tokenUnion, type TokenAuthenticator } from '../filters/authn/token.js';
 import type { TokenReviewer } from '../registry/kinds/authentication/tokenreview.js';
 import { withCORS, compileCorsOrigins } from '../filters/cors.js';
@@ -68,6 +69,8 @@ export interface ServerConfig {
   /** --api-audiences: the audiences requests' tokens must be meant for (default none: no audience check). */
   apiAudiences?: string[];
   clientCaFile?: string;
+  /** --requestheader-*: identity headers of a front proxy, trusted from client certificates of its CA. */
+  requestHeader?: Omit<RequestHeaderConfig, 'caCerts'> & { clientCaFile: string };
   /** --anonymous-auth; forced off under AlwaysAllow. */
   anonymousAuth: boolean;
   /** --authorization-mode (validated here; anonymous access is off under AlwaysAllow). */
@@ -510,24 +513,33 @@ function isUnspecified(address: string): boolean {
   return address === '0.0.0.0' || address === '::' || address === '';
 }
 
-async function readClientCA(path: string): Promise<string> {
+async function readClientCA(path: string, option = '--client-ca-file'): Promise<string> {
   const pem = await readFile(path, 'utf8').catch((e: Error) => {
-    throw new Error(`--client-ca-file ${path}: cannot be read: ${e.message}`);
+    throw new Error(`${option} ${path}: cannot be read: ${e.message}`);
   });
   const certs = splitPemCertificates(pem);
   try {
     if (certs.length === 0) throw new Error('no PEM certificate found');
     for (const c of certs) new X509Certificate(c);
   } catch (e) {
-    throw new Error(`--client-ca-file ${path}: ${(e as Error).message}`, { cause: e });
+    throw new Error(`${option} ${path}: ${(e as Error).message}`, { cause: e });
   }
   return pem;
 }
 
-/** Client certificates, then bearer tokens (the token file, then config.tokenAuthenticators), as kube-apiserver orders them. */
-async function buildAuthenticator(config: ServerConfig): Promise<{ request: Authenticator; reviewer: TokenReviewer }> {
+/**
+ * The front proxy's headers, client certificates, then bearer tokens (the token file, then
+ * config.tokenAuthenticators), as kube-apiserver orders them. `cas`: the PEM bundles read at startup.
+ */
+async function buildAuthenticator(
+  config: ServerConfig,
+  cas: { client?: string; requestHeader?: string },
+): Promise<{ request: Authenticator; reviewer: TokenReviewer }> {
   const list: Authenticator[] = [];
-  if (config.clientCaFile) list.push(clientCertAuthenticator());
+  if (config.requestHeader && cas.requestHeader) {
+    list.push(requestHeaderAuthenticator({ ...config.requestHeader, caCerts: splitPemCertificates(cas.requestHeader) }));
+  }
+  if (cas.client) list.push(clientCertAuthenticator(cas.requestHeader ? splitPemCertificates(cas.client) : undefined));
   const audiences = config.apiAudiences ?? [];
   const tokens: TokenAuthenticator[] = [];
   if (config.tokenAuthFile) tokens.push(audienceAgnostic(audiences, tokenTableAuthenticator(await loadTokenFile(config.tokenAuthFile))));
@@ -608,12 +620,18 @@ export async function createApiServer(config: ServerConfig): Promise<ApiServer> 
     keyFile: config.tlsPrivateKeyFile,
     hosts: servingCertHosts(config, bindAddress),
   });
-  const clientCA = config.clientCaFile ? await readClientCA(config.clientCaFile) : undefined;
+  const ownClientCA = config.clientCaFile ? await readClientCA(config.clientCaFile) : undefined;
+  const requestHeaderCA = config.requestHeader ? await readClientCA(config.requestHeader.clientCaFile, '--requestheader-client-ca-file') : undefined;
+  // The TLS layer asks for certificates of either authority; each authenticator checks its own.
+  const clientCA = ownClientCA || requestHeaderCA ? [ownClientCA, requestHeaderCA].filter((p) => p !== undefined).join('\n') : undefined;
   const sni =
     (config.tlsSniCertKeys ?? []).length > 0
       ? await loadSniCertificates(config.tlsSniCertKeys ?? [], { minVersion, ...(ciphers ? { ciphers } : {}), ...(clientCA ? { ca: clientCA } : {}) })
       : undefined;
-  const { request: authenticator, reviewer } = await buildAuthenticator(config);
+  const { request: authenticator, reviewer } = await buildAuthenticator(config, {
+    ...(ownClientCA ? { client: ownClientCA } : {}),
+    ...(requestHeaderCA ? { requestHeader: requestHeaderCA } : {}),
+  });
   const maxStreams = config.http2MaxStreamsPerConnection || HTTP2_DEFAULT_MAX_STREAMS;
   const flowControl = flowControlFrom(config);
   const tls: SecureServerOptions = {

@@ -94,6 +94,12 @@ const SUPPORTED = [
   'min-request-timeout', 'max-connection-bytes-per-sec', 'http2-max-streams-per-connection', 'goaway-chance',
   'delete-collection-workers', 'default-watch-cache-size', 'watch-cache-sizes', 'orchlet-timeout', 'runtime-config',
   'feature-gates',
+  'authentication-token-webhook-config-file', 'authentication-token-webhook-cache-ttl',
+  'authentication-token-webhook-version', 'enable-bootstrap-token-auth', 'oidc-issuer-url', 'oidc-client-id',
+  'oidc-ca-file', 'oidc-username-claim', 'oidc-username-prefix', 'oidc-groups-claim', 'oidc-groups-prefix',
+  'oidc-required-claim', 'oidc-signing-algs', 'requestheader-client-ca-file', 'requestheader-allowed-names',
+  'requestheader-username-headers', 'requestheader-group-headers', 'requestheader-extra-headers-prefix',
+  'proxy-client-cert-file', 'proxy-client-key-file',
   'default-not-ready-toleration-seconds', 'default-unreachable-toleration-seconds',
 ];
 
@@ -436,8 +442,8 @@ void describe('server options: feature gates and runtime config', () => {
 
 void describe('server options: not implemented yet', () => {
   void it('refuses options of later features when given', () => {
-    refused(['--oidc-issuer-url=https://issuer.example'], '--oidc-issuer-url: not implemented yet');
-    refused(['--enable-bootstrap-token-auth=true'], '--enable-bootstrap-token-auth: not implemented yet');
+    refused(['--enable-aggregator-routing=true'], '--enable-aggregator-routing: not implemented yet');
+    refused(['--tracing-config-file=/etc/tracing.yaml'], '--tracing-config-file: not implemented yet');
     refused(['--egress-selector-config-file=/etc/egress.yaml'], '--egress-selector-config-file: not implemented yet');
   });
 

@@ -1,0 +1,167 @@
+/**
+ * --authentication-token-webhook-config-file, as Kubernetes 1.23's webhook token authenticator
+ * (plugin/pkg/authenticator/token/webhook with the token cache): each bearer token becomes a TokenReview
+ * (authentication.k8s.io/v1beta1 by default, or v1: --authentication-token-webhook-version) POSTed to the
+ * server of the kubeconfig-format file; the user is the review's status.user. Answers, authenticated or
+ * not, are cached by token and audiences for --authentication-token-webhook-cache-ttl; errors are not
+ * cached. A failing webhook is retried with backoff (500 ms, ×1.5, 5 attempts), then the error is reported.
+ */
+import { createHash } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { UserInfo } from '../../endpoints/http.js';
+import { loadWebhookConfig, type WebhookTarget } from '../audit/webhook.js';
+import { intersectAudiences, type TokenAuthenticator, type TokenResult } from './token.js';
+
+export interface TokenWebhookConfig {
+  configFile: string;
+  /** 'v1beta1' (default) or 'v1'. */
+  version: string;
+  cacheTTLMs: number;
+  /** The API audiences, implied when the webhook's answer names none. */
+  apiAudiences: readonly string[];
+  /** First retry delay; default 500 ms (tests shorten it). */
+  initialBackoffMs?: number;
+  requestTimeoutMs?: number;
+}
+
+type Json = Record<string, unknown>;
+const ATTEMPTS = 5;
+const MAX_CACHE = 10_000;
+
+class CallError extends Error {
+  constructor(
+    message: string,
+    readonly retriable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+/** Reads the webhook's kubeconfig; errors name the option. */
+export function loadTokenWebhook(path: string): WebhookTarget {
+  try {
+    return loadWebhookConfig(path);
+  } catch (e) {
+    const inner = (e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message;
+    throw new Error(`--authentication-token-webhook-config-file ${path}: ${inner.replace(/^initializing audit webhook: /, '')}`, { cause: e });
+  }
+}
+
+function post(target: WebhookTarget, body: string, timeoutMs: number): Promise<Json> {
+  return new Promise((resolve, reject) => {
+    const url = target.url;
+    const https = url.protocol === 'https:';
+    const headers: Record<string, string | number> = {
+      'Content-Type': 'application/json',
+      Accept: 'application/json',
+      'Content-Length': Buffer.byteLength(body),
+    };
+    if (target.token) headers['Authorization'] = `Bearer ${target.token}`;
+    else if (target.basicAuth) headers['Authorization'] = `Basic ${target.basicAuth}`;
+    const tls = https
+      ? {
+          ...(target.ca ? { ca: target.ca } : {}),
+          ...(target.cert ? { cert: target.cert } : {}),
+          ...(target.key ? { key: target.key } : {}),
+          ...(target.servername ? { servername: target.servername } : {}),
+          rejectUnauthorized: !target.insecureSkipTLSVerify,
+        }
+      : {};
+    const req = (https ? httpsRequest : httpRequest)(url, { method: 'POST', headers, timeout: timeoutMs, ...tls }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const code = res.statusCode ?? 0;
+        if (code < 200 || code > 299) {
+          reject(new CallError(`the server responded with the status code ${code} but did not return more information`, code === 429 || code >= 500));
+          return;
+        }
+        try {
+          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json);
+        } catch (e) {
+          reject(new CallError(`decoding the webhook's answer: ${(e as Error).message}`, false));
+        }
+      });
+      res.on('error', (e) => reject(new CallError(e.message, true)));
+    });
+    req.on('timeout', () => req.destroy(new Error(`Post "${url.href}": context deadline exceeded`)));
+    req.on('error', (e) => reject(e instanceof CallError ? e : new CallError(`Post "${url.href}": ${e.message}`, true)));
+    req.end(body);
+  });
+}
+
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
+function userOf(u: Json): UserInfo {
+  const user: UserInfo = { name: typeof u['username'] === 'string' ? u['username'] : '', groups: strings(u['groups']) };
+  if (typeof u['uid'] === 'string' && u['uid'] !== '') user.uid = u['uid'];
+  const extra = u['extra'];
+  if (extra && typeof extra === 'object') {
+    const e: Record<string, string[]> = {};
+    for (const [k, v] of Object.entries(extra as Json)) e[k] = strings(v);
+    if (Object.keys(e).length > 0) user.extra = e;
+  }
+  return user;
+}
+
+export function webhookTokenAuthenticator(cfg: TokenWebhookConfig, target = loadTokenWebhook(cfg.configFile)): TokenAuthenticator {
+  const apiVersion = `authentication.k8s.io/${cfg.version === 'v1' ? 'v1' : 'v1beta1'}`;
+  const cache = new Map<string, { result: TokenResult; expires: number }>();
+
+  const review = async (token: string, audiences: readonly string[] | undefined): Promise<Json> => {
+    const spec: Json = { token, ...(audiences && audiences.length > 0 ? { audiences } : {}) };
+    const body = JSON.stringify({ apiVersion, kind: 'TokenReview', metadata: { creationTimestamp: null }, spec, status: { user: {} } });
+    let delay = cfg.initialBackoffMs ?? 500;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const answer = await post(target, body, cfg.requestTimeoutMs ?? 30_000);
+        return (answer['status'] ?? {}) as Json;
+      } catch (e) {
+        if ((e instanceof CallError && !e.retriable) || attempt >= ATTEMPTS) throw e;
+        await sleep(delay);
+        delay *= 1.5;
+      }
+    }
+  };
+
+  const ask = async (token: string, audiences: readonly string[] | undefined): Promise<TokenResult> => {
+    let status: Json;
+    try {
+      status = await review(token, audiences);
+    } catch (e) {
+      return { status: 'failed', reason: (e as Error).message };
+    }
+    if (status['authenticated'] !== true) {
+      const error = typeof status['error'] === 'string' ? status['error'] : '';
+      return error !== '' ? { status: 'failed', reason: error } : { status: 'unknown' };
+    }
+    if (audiences && audiences.length > 0) {
+      const answered = strings(status['audiences']);
+      const auds = intersectAudiences(audiences, answered.length > 0 ? answered : cfg.apiAudiences);
+      if (auds.length === 0) {
+        const q = (l: readonly string[]) => `[${l.map((a) => JSON.stringify(a)).join(' ')}]`;
+        return { status: 'failed', reason: `token audiences ${q(answered)} is invalid for the target audiences ${q(audiences)}` };
+      }
+      return { status: 'authenticated', user: userOf((status['user'] ?? {}) as Json), audiences: auds };
+    }
+    return { status: 'authenticated', user: userOf((status['user'] ?? {}) as Json) };
+  };
+
+  return {
+    async authenticateToken(token, audiences) {
+      const key = createHash('sha256').update(JSON.stringify([token, audiences ?? null])).digest('hex');
+      const now = Date.now();
+      const hit = cache.get(key);
+      if (hit && hit.expires > now) return hit.result;
+      cache.delete(key);
+      const result = await ask(token, audiences);
+      if (result.status !== 'failed' && cfg.cacheTTLMs > 0) {
+        cache.set(key, { result, expires: now + cfg.cacheTTLMs });
+        if (cache.size > MAX_CACHE) cache.delete(cache.keys().next().value!);
+      }
+      return result;
+    },
+  };
+}
