@@ -120,4 +120,16 @@ void describe('SPDY/3.1 framing', () => {
     await conn.closed;
     server.close();
   });
+
+  void it('closes a connection idle for --streaming-connection-idle-timeout', async () => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+    const client = connect((server.address() as { port: number }).port, '127.0.0.1');
+    client.on('error', () => {});
+    const conn = new SpdyConnection(await accepted, () => {}, { idleTimeoutMs: 200 });
+    await conn.closed;
+    await new Promise<void>((resolve) => (client.closed ? resolve() : client.once('close', () => resolve())));
+    server.close();
+  });
 });

@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { request } from 'node:https';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { controlFrame, FLAG_FIN, FrameReader, FrameType, HeaderCodec, synStreamPayload, type Frame } from '../../src/agent/server/spdy/framing.js';
@@ -182,6 +183,28 @@ void describe('kubectl exec and attach on the process runtime', () => {
       child.kill('SIGTERM');
       await exited;
     }
+  });
+
+  void it('kubectl 1.27 exec that goes away mid-command: the command is killed', async (t) => {
+    const bin = kubectlPath('1.27');
+    if (bin === null) return t.skip('kubectl 1.27 is not installed');
+    const marker = `${1000 + Math.floor(Math.random() * 1000)}.25`;
+    const running = async (): Promise<boolean> => {
+      for (const pid of await readdir('/proc')) {
+        if (!/^\d+$/.test(pid)) continue;
+        const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+        if (cmd === `sleep\0${marker}\0`) return true;
+      }
+      return false;
+    };
+    const child = spawn(bin, ['--kubeconfig', c.kubeconfig, 'exec', 'shell', '--', 'sh', '-c', `echo started; exec sleep ${marker}`], { env: { ...process.env, HOME: c.dir, KUBECACHEDIR: join(c.dir, 'cache') } });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    await waitFor('the command to start', async () => (out.includes('started') && (await running()) ? true : undefined), 20_000);
+    child.kill('SIGKILL');
+    await exited;
+    await waitFor('the command to be killed', async () => ((await running()) ? undefined : true), 20_000);
   });
 
   void it('SPDY protocol versions: v3.channel.k8s.io gets the error text, an unknown version 403', async () => {
