@@ -90,3 +90,72 @@ export function loadProxyClient(o: ServerOptions): { cert: string; key: string }
     throw new Error(`--proxy-client-cert-file ${certFile}, --proxy-client-key-file ${keyFile}: ${(e as Error).message}`, { cause: e });
   }
 }
+
+const AUTHENTICATION_CONFIGMAP = 'extension-apiserver-authentication';
+
+/** Certificates and header names other servers (aggregated API servers) trust the way this one does. */
+export function authenticationInfoFrom(o: ServerOptions): Record<string, string> | undefined {
+  const data: Record<string, string> = {};
+  if (o.clientCaFile) data['client-ca-file'] = readFileSync(o.clientCaFile, 'utf8');
+  if (o.requestheaderClientCaFile) {
+    data['requestheader-client-ca-file'] = readFileSync(o.requestheaderClientCaFile, 'utf8');
+    data['requestheader-username-headers'] = JSON.stringify(o.requestheaderUsernameHeaders ?? []);
+    data['requestheader-group-headers'] = JSON.stringify(o.requestheaderGroupHeaders ?? []);
+    data['requestheader-extra-headers-prefix'] = JSON.stringify(o.requestheaderExtraHeadersPrefix ?? []);
+    data['requestheader-allowed-names'] = JSON.stringify(o.requestheaderAllowedNames ?? []);
+  }
+  return Object.keys(data).length > 0 ? data : undefined;
+}
+
+function uniqueCertificates(...bundles: (string | undefined)[]): string {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const pem of bundles) {
+    for (const cert of (pem ?? '').match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? []) {
+      const key = cert.replace(/\s+/g, '');
+      if (!seen.has(key)) out.push(cert);
+      seen.add(key);
+    }
+  }
+  return out.length > 0 ? out.join('\n') + '\n' : '';
+}
+
+function uniqueJSONLists(...lists: (string | undefined)[]): string {
+  const out: string[] = [];
+  for (const l of lists) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(l ?? '[]');
+    } catch {
+      parsed = [];
+    }
+    for (const v of Array.isArray(parsed) ? parsed : []) if (typeof v === 'string' && !out.includes(v)) out.push(v);
+  }
+  return JSON.stringify(out);
+}
+
+/**
+ * The kube-system/extension-apiserver-authentication ConfigMap (kube-apiserver's cluster authentication
+ * trust controller), written at start: this server's client CA and front-proxy settings merged into what
+ * other servers of the cluster wrote (certificates and names kept unique).
+ */
+export async function publishAuthenticationInfo(registry: Registry, info: Record<string, string>): Promise<void> {
+  const store = registry.store('', 'v1', 'configmaps');
+  if (!store) return;
+  const scope = { namespace: 'kube-system' };
+  const merged = (existing: Record<string, string>): Record<string, string> => {
+    const data = { ...existing };
+    for (const [k, v] of Object.entries(info)) data[k] = k.endsWith('-file') ? uniqueCertificates(existing[k], v) : uniqueJSONLists(existing[k], v);
+    return data;
+  };
+  try {
+    await store.create(scope, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: AUTHENTICATION_CONFIGMAP, namespace: 'kube-system' }, data: merged({}) });
+    return;
+  } catch (err) {
+    if (!isStatusError(err, 'AlreadyExists')) throw err;
+  }
+  await store.update(scope, AUTHENTICATION_CONFIGMAP, (now) => {
+    if (!now) throw new Error(`${AUTHENTICATION_CONFIGMAP} disappeared`);
+    return { ...now, data: merged(((now as { data?: Record<string, string> }).data ?? {})) };
+  });
+}

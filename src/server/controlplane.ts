@@ -34,7 +34,7 @@ import { ensureApfBootstrap, startApfBootstrapMaintainer, startApfConfigControll
 import { startClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 import { apiAudiencesFrom, lateTokenAuthenticator, setupServiceAccounts, type ServiceAccountSetup } from './serviceaccounts.js';
 import { serviceAccountAdmission } from '../registry/admission/serviceaccount.js';
-import { extraTokenAuthenticators, loadProxyClient, requestHeaderFrom } from './authenticators.js';
+import { authenticationInfoFrom, extraTokenAuthenticators, loadProxyClient, publishAuthenticationInfo, requestHeaderFrom } from './authenticators.js';
 import { defaultTolerationSeconds } from '../registry/admission/default-toleration-seconds.js';
 import { priorityAdmission } from '../registry/admission/priority.js';
 import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
@@ -154,6 +154,7 @@ export async function createControlPlane(
   // Service-account tokens are checked against the registry, made below, with keys read once the server is.
   const serviceAccountTokens = lateTokenAuthenticator();
   let serviceAccounts: ServiceAccountSetup;
+  let authenticationInfo: Record<string, string> | undefined;
   try {
     validateAuthorizationConfig(options.authorizationMode, options.authorizationPolicyFile, options.authorizationWebhookConfigFile);
     const cfg = serverConfigFrom(options, logger);
@@ -164,6 +165,7 @@ export async function createControlPlane(
     const requestHeader = requestHeaderFrom(options);
     if (requestHeader) cfg.requestHeader = requestHeader;
     loadProxyClient(options);
+    authenticationInfo = authenticationInfoFrom(options);
     server = await createApiServer(cfg);
     serviceAccounts = await setupServiceAccounts(options, server, serviceAccountTokens, () => registry);
   } catch (err) {
@@ -261,6 +263,7 @@ export async function createControlPlane(
       await Promise.all([
         reconcileBootstrapPolicy(registry),
         ensureApfBootstrap(registry),
+        authenticationInfo ? publishAuthenticationInfo(registry, authenticationInfo) : undefined,
         ensureSystemPriorityClasses(registry.store('scheduling.k8s.io', 'v1', 'priorityclasses')!),
       ]);
       // The allocators are made consistent with the stored Services before any request can allocate.

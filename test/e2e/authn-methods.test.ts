@@ -154,6 +154,8 @@ describe('Webhook tokens, front-proxy headers and bootstrap tokens', () => {
     assert.equal(last.apiVersion, 'authentication.k8s.io/v1');
     assert.deepEqual(last.spec, { token: 'hooked-v1', audiences: ['api'] });
     assert.deepEqual(await v1.authenticateToken('stranger', undefined), { status: 'unknown' });
+    // Without audiences in the answer the API audiences are implied: a token for another audience is not the webhook's.
+    assert.deepEqual(await v1.authenticateToken('hooked-other', ['other']), { status: 'unknown' });
     assert.deepEqual(await v1.authenticateToken('broken-token', undefined), { status: 'failed', reason: 'the review failed' });
   });
 
@@ -174,6 +176,20 @@ describe('Webhook tokens, front-proxy headers and bootstrap tokens', () => {
     assert.equal(asCert.code, 403);
     assert.match(asCert.body, /User \\"cert-user\\" cannot list/);
     assert.equal((await call(c.url, '/api/v1/namespaces/default/configmaps', servingCA, proxy, {})).code, 401);
+  });
+
+  it('publishes the client CA and front-proxy settings in kube-system/extension-apiserver-authentication', { skip }, async () => {
+    const r = await c.kubectl(['get', 'configmap', 'extension-apiserver-authentication', '-n', 'kube-system', '-o', 'json']);
+    assert.equal(r.code, 0, r.stderr);
+    const data = (JSON.parse(r.stdout) as { data: Record<string, string> }).data;
+    assert.deepEqual(data, {
+      'client-ca-file': clientCA.cert,
+      'requestheader-client-ca-file': proxyCA.cert,
+      'requestheader-username-headers': '["X-Remote-User"]',
+      'requestheader-group-headers': '["X-Remote-Group"]',
+      'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
+      'requestheader-allowed-names': '["front-proxy","aggregator"]',
+    });
   });
 
   it('reads the user, every group value and the extras, and removes the headers', async () => {

@@ -133,20 +133,19 @@ export function webhookTokenAuthenticator(cfg: TokenWebhookConfig, target = load
     } catch (e) {
       return { status: 'failed', reason: (e as Error).message };
     }
+    // As Kubernetes: audiences first (the answer's, else the API audiences), a mismatch leaving the token to others.
+    let auds: string[] | undefined;
+    if (audiences && audiences.length > 0) {
+      const answered = strings(status['audiences']);
+      auds = intersectAudiences(audiences, answered.length > 0 ? answered : cfg.apiAudiences);
+      if (auds.length === 0) return { status: 'unknown' };
+    }
     if (status['authenticated'] !== true) {
       const error = typeof status['error'] === 'string' ? status['error'] : '';
       return error !== '' ? { status: 'failed', reason: error } : { status: 'unknown' };
     }
-    if (audiences && audiences.length > 0) {
-      const answered = strings(status['audiences']);
-      const auds = intersectAudiences(audiences, answered.length > 0 ? answered : cfg.apiAudiences);
-      if (auds.length === 0) {
-        const q = (l: readonly string[]) => `[${l.map((a) => JSON.stringify(a)).join(' ')}]`;
-        return { status: 'failed', reason: `token audiences ${q(answered)} is invalid for the target audiences ${q(audiences)}` };
-      }
-      return { status: 'authenticated', user: userOf((status['user'] ?? {}) as Json), audiences: auds };
-    }
-    return { status: 'authenticated', user: userOf((status['user'] ?? {}) as Json) };
+    const user = userOf((status['user'] ?? {}) as Json);
+    return auds ? { status: 'authenticated', user, audiences: auds } : { status: 'authenticated', user };
   };
 
   return {
