@@ -6,6 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { request } from 'node:https';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -183,6 +184,21 @@ void describe('kubectl exec and attach on the process runtime', () => {
       child.kill('SIGTERM');
       await exited;
     }
+  });
+
+  void it('kubectl 1.27 exec -it over SPDY (a terminal on the client side): output merged, resize stream accepted, exit code', async (t) => {
+    const bin = kubectlPath('1.27');
+    if (bin === null) return t.skip('kubectl 1.27 is not installed');
+    if (!existsSync('/usr/bin/script')) return t.skip('script (util-linux) is not installed');
+    const command = `${bin} --kubeconfig ${c.kubeconfig} exec -it shell -- sh -c 'echo out; echo err >&2; exit 4'`;
+    const child = spawn('/usr/bin/script', ['-qec', command, '/dev/null'], { env: { ...process.env, HOME: c.dir, KUBECACHEDIR: join(c.dir, 'cache') }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (n) => resolve(n)));
+    assert.equal(code, 4, out);
+    assert.match(out, /out\r?\n/);
+    assert.match(out, /err\r?\n/);
   });
 
   void it('kubectl 1.27 exec that goes away mid-command: the command is killed', async (t) => {

@@ -52,7 +52,7 @@ function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, supported: 
   return { conn, protocol };
 }
 
-/** Copies a readable into a stream's data frames; resolves at its end (after the FIN). */
+/** Copies a readable into a stream's data frames; resolves at its end or close (after the FIN). */
 function pump(from: NodeJS.ReadableStream, to: SpdyStream): Promise<void> {
   return new Promise((resolve) => {
     let writing = Promise.resolve();
@@ -62,6 +62,7 @@ function pump(from: NodeJS.ReadableStream, to: SpdyStream): Promise<void> {
     });
     const done = (): void => void writing.then(() => to.end()).then(resolve, resolve);
     from.once('end', done);
+    from.once('close', done);
     from.once('error', done);
   });
 }
@@ -74,6 +75,9 @@ export async function serveSpdyExec(req: IncomingMessage, socket: Duplex, head: 
   if (options.stdin) wanted.add('stdin');
   if (options.stdout) wanted.add('stdout');
   if (options.stderr && !options.tty) wanted.add('stderr');
+  // v3 and v4 clients open a resize stream under a tty (the process runtime has no terminal to resize).
+  const offered = negotiate(req, EXEC_PROTOCOLS);
+  if (options.tty && (offered === 'v4.channel.k8s.io' || offered === 'v3.channel.k8s.io')) wanted.add('resize');
   const streams = new Map<string, SpdyStream>();
   let ready!: () => void;
   const allThere = new Promise<void>((resolve) => (ready = resolve));
@@ -84,10 +88,8 @@ export async function serveSpdyExec(req: IncomingMessage, socket: Duplex, head: 
     EXEC_PROTOCOLS,
     (s) => {
       const type = s.header('streamtype') ?? '';
-      if (type === 'resize' || !wanted.has(type) || streams.has(type)) {
-        s.incoming.resume(); // resize: the process runtime has no terminal
-        return;
-      }
+      if (type === 'resize' || !wanted.has(type) || streams.has(type)) s.incoming.resume();
+      if (!wanted.has(type) || streams.has(type)) return;
       streams.set(type, s);
       if (streams.size === wanted.size) ready();
     },
