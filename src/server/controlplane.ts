@@ -37,6 +37,7 @@ import { serviceAccountAdmission } from '../registry/admission/serviceaccount.js
 import { authenticationInfoFrom, extraTokenAuthenticators, loadProxyClient, publishAuthenticationInfo, requestHeaderFrom } from './authenticators.js';
 import { defaultTolerationSeconds } from '../registry/admission/default-toleration-seconds.js';
 import { priorityAdmission } from '../registry/admission/priority.js';
+import { limitRanger } from '../registry/admission/limitranger.js';
 import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
 import {
   chooseAdvertiseAddress,
@@ -335,6 +336,7 @@ function admissionPlugins(options: ServerOptions, namespaces: () => ReturnType<R
   const on = new Set(options.admissionPlugins);
   const plugins: Admission[] = [];
   if (on.has('NamespaceLifecycle')) plugins.push(namespaceLifecycle(namespaces));
+  if (on.has('LimitRanger')) plugins.push(limitRanger(() => registry().store('', 'v1', 'limitranges')));
   if (on.has('ServiceAccount')) {
     const mountToken = () => registry().settings.serviceAccountTokens !== undefined;
     plugins.push(serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces, mountToken }));

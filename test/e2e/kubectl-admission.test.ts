@@ -136,4 +136,54 @@ describe('kubectl: default admission plugins', { skip }, () => {
       await ok(['delete', 'pc', 'everyone']);
     });
   });
+
+  describe('LimitRanger', () => {
+    const LIMITS = `apiVersion: v1
+kind: LimitRange
+metadata: {name: defaults, namespace: limited}
+spec:
+  limits:
+  - type: Container
+    default: {cpu: 500m, memory: 128Mi}
+    defaultRequest: {cpu: 100m}
+    max: {cpu: "1"}
+  - type: PersistentVolumeClaim
+    max: {storage: 2Gi}
+`;
+    before(async () => {
+      if (!present) return;
+      await ok(['create', 'namespace', 'limited']);
+      await ok(['apply', '-f', '-'], LIMITS);
+    });
+
+    it('serves LimitRanges (short name limits) with their defaults and the default table', async () => {
+      const lr = await json(['get', 'limits', 'defaults', '-n', 'limited']);
+      assert.deepEqual(lr.spec.limits[0], { type: 'Container', default: { cpu: '500m', memory: '128Mi' }, defaultRequest: { cpu: '100m', memory: '128Mi' }, max: { cpu: '1' } });
+      const table = await ok(['get', 'limitranges', '-n', 'limited']);
+      assert.match(table, /^NAME\s+CREATED AT\ndefaults\s+\d{4}-\d\d-\d\dT/);
+      const err = await refused(['apply', '-f', '-'], 'apiVersion: v1\nkind: LimitRange\nmetadata: {name: bad, namespace: limited}\nspec:\n  limits:\n  - {type: Container, min: {cpu: "2"}, max: {cpu: "1"}}\n');
+      assert.match(err, /LimitRange "bad" is invalid/);
+      assert.match(err, /spec.limits\[0\].min\[cpu\]: Invalid value: "2": min value 2 is greater than max value 1/);
+      // The default (from max) and the default request (from the default) are below min too.
+      assert.match(err, /spec.limits\[0\].default\[cpu\]: Invalid value: "2": min value 2 is greater than default value 1/);
+    });
+    it('gives containers the default limits and requests they lack, and says so in an annotation', async () => {
+      await ok(['apply', '-n', 'limited', '-f', '-'], pod('lr-defaults', '', '    resources:\n      requests: {memory: 64Mi}\n'));
+      const p = await json(['get', 'pod', 'lr-defaults', '-n', 'limited']);
+      assert.deepEqual(p.spec.containers[0].resources, { limits: { cpu: '500m', memory: '128Mi' }, requests: { cpu: '100m', memory: '64Mi' } });
+      assert.equal(p.metadata.annotations['kubernetes.io/limit-ranger'], 'LimitRanger plugin set: cpu request for container app; cpu, memory limit for container app');
+      assert.equal(p.status.qosClass, 'Burstable');
+    });
+    it('refuses a container over the max, and a claim over the storage max', async () => {
+      let err = await refused(['apply', '-n', 'limited', '-f', '-'], pod('lr-big', '', '    resources:\n      limits: {cpu: "2"}\n'));
+      assert.match(err, /pods "lr-big" is forbidden: maximum cpu usage per Container is 1, but limit is 2/);
+      const pvc = (size: string) =>
+        `apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: lr-claim}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: ${size}}}\n`;
+      err = await refused(['apply', '-n', 'limited', '-f', '-'], pvc('5Gi'));
+      assert.match(err, /persistentvolumeclaims "lr-claim" is forbidden: maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi/);
+      await ok(['apply', '-n', 'limited', '-f', '-'], pvc('1Gi'));
+      // Pods elsewhere are not limited.
+      await ok(['apply', '-f', '-'], pod('lr-elsewhere', '', '    resources:\n      limits: {cpu: "2"}\n'));
+    });
+  });
 });

@@ -18,6 +18,7 @@ import { AUTHORIZATION_KINDS } from './authorization/index.js';
 import { AUTHENTICATION_KINDS } from './authentication/index.js';
 import { FLOWCONTROL_KINDS } from './flowcontrol/index.js';
 import { priorityClassKind } from './priorityclass/index.js';
+import { limitRangeKind } from './limitrange/index.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -35,8 +36,9 @@ export { AUTHORIZATION_KINDS } from './authorization/index.js';
 export { AUTHENTICATION_KINDS } from './authentication/index.js';
 export { FLOWCONTROL_KINDS } from './flowcontrol/index.js';
 export { priorityClassKind } from './priorityclass/index.js';
+export { limitRangeKind } from './limitrange/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
