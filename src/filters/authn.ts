@@ -22,7 +22,7 @@ import {
   type RequestContext,
   type UserInfo,
 } from '../endpoints/http.js';
-import { peerChainsTo } from './authn/requestheader.js';
+import { chainVerifier } from './authn/requestheader.js';
 
 export { ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER, getUser, requestContext, setUser };
 export type { ApiRequest, ApiResponse, Handler, RequestContext, UserInfo };
@@ -88,7 +88,7 @@ function asList(v: string | string[] | undefined): string[] {
  */
 export function clientCertAuthenticator(clientCAs?: readonly string[]): Authenticator {
   // With another CA trusted by the TLS layer (the front proxy's), the chain is checked against the client CAs here.
-  const cas = clientCAs?.map((pem) => new X509Certificate(pem));
+  const verify = clientCAs ? chainVerifier(clientCAs.map((pem) => new X509Certificate(pem))) : undefined;
   return {
     authenticate(req) {
       const socket = tlsSocketOf(req);
@@ -98,7 +98,7 @@ export function clientCertAuthenticator(clientCAs?: readonly string[]): Authenti
       if (!socket.authorized) {
         return { status: 'failed', reason: `verifying certificate: ${String(socket.authorizationError ?? 'unknown authority')}` };
       }
-      const chained = cas ? peerChainsTo(socket, cas) : undefined;
+      const chained = verify?.(socket);
       if (chained && !chained.ok) return { status: 'failed', reason: `verifying certificate: ${chained.error ?? ''}` };
       const name = asList(cert.subject?.CN)[0];
       if (!name) return { status: 'failed', reason: 'client certificate has no common name' };

@@ -31,7 +31,7 @@ function tlsSocketOf(req: ApiRequest): TLSSocket | undefined {
  * Whether the socket's presented chain leads to one of `cas` (signatures and validity checked, each issuer
  * a CA). Undefined when no certificate was presented.
  */
-export function peerChainsTo(socket: TLSSocket, cas: readonly X509Certificate[]): { ok: boolean; cn?: string; error?: string } | undefined {
+export function peerChainsTo(socket: TLSSocket, cas: readonly X509Certificate[]): ChainResult | undefined {
   const leaf = socket.getPeerCertificate(true);
   if (!leaf || Object.keys(leaf).length === 0) return undefined;
   const chain: X509Certificate[] = [];
@@ -56,6 +56,24 @@ export function peerChainsTo(socket: TLSSocket, cas: readonly X509Certificate[])
   return { ok: false, ...(cn ? { cn } : {}), error: 'x509: certificate signed by unknown authority' };
 }
 
+export type ChainResult = { ok: boolean; cn?: string; error?: string };
+
+/**
+ * peerChainsTo for one CA set, remembered per connection (a minute at most, so expiry is still noticed):
+ * the chain does not change within a TLS connection.
+ */
+export function chainVerifier(cas: readonly X509Certificate[]): (socket: TLSSocket) => ChainResult | undefined {
+  const seen = new WeakMap<TLSSocket, { at: number; result: ChainResult | undefined }>();
+  return (socket) => {
+    const now = Date.now();
+    const hit = seen.get(socket);
+    if (hit && now - hit.at < 60_000) return hit.result;
+    const result = peerChainsTo(socket, cas);
+    seen.set(socket, { at: now, result });
+    return result;
+  };
+}
+
 /** Each header's values as sent (repeated lines kept apart), by lower-cased name. */
 function headerValues(req: ApiRequest): Map<string, string[]> {
   const out = new Map<string, string[]>();
@@ -78,7 +96,7 @@ function unescapeKey(key: string): string {
 }
 
 export function requestHeaderAuthenticator(cfg: RequestHeaderConfig): Authenticator {
-  const cas = cfg.caCerts.map((pem) => new X509Certificate(pem));
+  const verify = chainVerifier(cfg.caCerts.map((pem) => new X509Certificate(pem)));
   const userHeaders = cfg.usernameHeaders.map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
   const groupHeaders = cfg.groupHeaders.map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
   const prefixes = cfg.extraHeaderPrefixes.map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
@@ -86,7 +104,7 @@ export function requestHeaderAuthenticator(cfg: RequestHeaderConfig): Authentica
     authenticate(req): AuthenticationResult {
       const socket = tlsSocketOf(req);
       if (!socket) return { status: 'absent' };
-      const verified = peerChainsTo(socket, cas);
+      const verified = verify(socket);
       if (!verified) return { status: 'absent' };
       if (!verified.ok) return { status: 'failed', reason: `verifying certificate: ${verified.error ?? ''}` };
       if (cfg.allowedNames.length > 0 && !cfg.allowedNames.includes(verified.cn ?? '')) {
