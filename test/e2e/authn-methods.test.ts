@@ -18,6 +18,8 @@ import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { makeCA, makeClientCert, makeServingCert, type CertAndKey } from '../../src/server/certs.js';
 import { webhookTokenAuthenticator } from '../../src/filters/authn/webhook.js';
 import { requestHeaderAuthenticator } from '../../src/filters/authn/requestheader.js';
+import { bootstrapTokenAuthenticator } from '../../src/filters/authn/bootstrap.js';
+import type { KObject } from '../../src/registry/kind.js';
 import type { ApiRequest } from '../../src/endpoints/http.js';
 
 const present = requireBinary(undefined, 'kubectl') !== null;
@@ -247,5 +249,28 @@ describe('Webhook tokens, front-proxy headers and bootstrap tokens', () => {
       const r = await withToken(token, ['get', 'configmaps', '-n', 'default']);
       assert.match(r.stderr, /error: You must be logged in to the server \(Unauthorized\)/, token);
     }
+  });
+
+  it('bootstrap tokens: sorted groups, and no user for a bad extra group, another type or a secret being deleted', async () => {
+    const b64 = (v: string) => Buffer.from(v).toString('base64');
+    const secret = (extra: Partial<KObject> & { data?: Record<string, string> } = {}): KObject => ({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'bootstrap-token-abcdef', namespace: 'kube-system', ...extra.metadata },
+      type: 'bootstrap.kubernetes.io/token',
+      data: Object.fromEntries(
+        Object.entries({ 'token-id': 'abcdef', 'token-secret': '0123456789abcdef', 'usage-bootstrap-authentication': 'true', ...extra.data }).map(([k, v]) => [k, b64(v)]),
+      ),
+      ...(extra.type ? { type: extra.type } : {}),
+    }) as KObject;
+    const auth = (s: KObject) => bootstrapTokenAuthenticator(async (name) => (name === 'bootstrap-token-abcdef' ? s : undefined)).authenticateToken('abcdef.0123456789abcdef', undefined);
+    assert.deepEqual(await auth(secret({ data: { 'auth-extra-groups': 'system:bootstrappers:z,system:bootstrappers:a,system:bootstrappers:z' } })), {
+      status: 'authenticated',
+      user: { name: 'system:bootstrap:abcdef', groups: ['system:bootstrappers', 'system:bootstrappers:a', 'system:bootstrappers:z'] },
+    });
+    assert.deepEqual(await auth(secret({ data: { 'auth-extra-groups': 'system:masters' } })), { status: 'unknown' });
+    assert.deepEqual(await auth(secret({ type: 'Opaque' } as Partial<KObject>)), { status: 'unknown' });
+    assert.deepEqual(await auth(secret({ metadata: { deletionTimestamp: new Date().toISOString() } })), { status: 'unknown' });
+    assert.deepEqual(await auth(secret({ data: { expiration: 'tomorrow' } })), { status: 'unknown' });
   });
 });

@@ -5,7 +5,8 @@
  * bootstrap.kubernetes.io/token, not being deleted, hold the same token-id and token-secret, allow
  * authentication (usage-bootstrap-authentication=true) and not be past its `expiration` (RFC 3339). The user
  * is system:bootstrap:<id> in system:bootstrappers plus the secret's auth-extra-groups (each
- * system:bootstrappers:...). Any mismatch leaves the token to other authenticators (Kubernetes only logs it).
+ * system:bootstrappers:..., the list sorted). Any mismatch leaves the token to other authenticators
+ * (Kubernetes only logs it).
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { KObject } from '../../registry/kind.js';
@@ -48,9 +49,11 @@ export function bootstrapTokenAuthenticator(getSecret: SecretGetter, now: () => 
         if (Number.isNaN(at) || at < now()) return { status: 'unknown' };
       }
       if (dataOf(secret, 'usage-bootstrap-authentication') !== 'true') return { status: 'unknown' };
-      const extra = (dataOf(secret, 'auth-extra-groups') ?? '').split(',').map((g) => g.trim()).filter((g) => g !== '');
+      // As Kubernetes' GetGroups: every listed group valid, deduplicated with the default one, sorted.
+      const listed = dataOf(secret, 'auth-extra-groups') ?? '';
+      const extra = listed === '' ? [] : listed.split(',');
       if (extra.some((g) => !EXTRA_GROUP.test(g))) return { status: 'unknown' };
-      const groups = ['system:bootstrappers', ...extra.filter((g, i) => extra.indexOf(g) === i && g !== 'system:bootstrappers')];
+      const groups = [...new Set(['system:bootstrappers', ...extra])].sort();
       return { status: 'authenticated', user: { name: `system:bootstrap:${id}`, groups } };
     },
   };
