@@ -171,7 +171,8 @@ describe('OIDC authentication through kubectl', () => {
     assert.deepEqual(other, { status: 'unknown' });
   });
 
-  it('refuses an http issuer and an issuer without a client id at startup', async () => {
+  it('refuses an http issuer, and an issuer or a client id alone, at startup', async () => {
+    assert.throws(() => validateOidcOptions({ clientID: 'x' }), { message: 'oidc-issuer-url and oidc-client-id should be specified together' });
     assert.throws(() => validateOidcOptions({ issuerURL: 'http://127.0.0.1', clientID: 'x' }), {
       message: `'oidc-issuer-url' ("http://127.0.0.1") has invalid scheme ("http"), require 'https'`,
     });

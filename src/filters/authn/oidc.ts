@@ -31,8 +31,8 @@ export interface OidcOptions {
 
 /** Startup checks with kube-apiserver's messages. */
 export function validateOidcOptions(o: { issuerURL?: string; clientID?: string }): void {
+  if (!o.issuerURL !== !o.clientID) throw new Error('oidc-issuer-url and oidc-client-id should be specified together');
   if (!o.issuerURL) return;
-  if (!o.clientID) throw new Error('oidc-issuer-url and oidc-client-id should be specified together');
   let url: URL;
   try {
     url = new URL(o.issuerURL);
