@@ -113,6 +113,11 @@ void describe('SPDY/3.1 framing', () => {
     assert.deepEqual(updates.sort(), ['0:3', '0:3', '1:3', '1:3']);
     const data = Buffer.concat(got.flatMap((f) => (!f.control && f.streamId === 1 ? [f.payload] : []))).toString();
     assert.equal(data, 'ABCDEF');
+    // Both sides are done with stream 1: more data on it is refused with RST_STREAM PROTOCOL_ERROR.
+    client.write(dataFrame(1, 0, Buffer.from('late')));
+    while (!got.some((f) => f.control && f.type === FrameType.RstStream) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    const rst = got.find((f) => f.control && f.type === FrameType.RstStream);
+    assert.ok(rst && rst.payload.readUInt32BE(0) === 1 && rst.payload.readUInt32BE(4) === 1);
     await conn.close();
     const goaway = await new Promise<boolean>((resolve) => client.once('end', () => resolve(got.some((f) => f.control && f.type === FrameType.GoAway))));
     assert.ok(goaway);

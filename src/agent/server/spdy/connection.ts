@@ -31,6 +31,10 @@ export class SpdyStream {
   readonly incoming = new PassThrough();
   private ended = false;
   reset = false;
+  /** Whether the agent's side has ended. */
+  get finished(): boolean {
+    return this.ended;
+  }
   private readonly resetListeners: (() => void)[] = [];
   constructor(
     private readonly conn: SpdyConnection,
@@ -49,6 +53,7 @@ export class SpdyStream {
   end(): Promise<void> {
     if (this.ended || this.reset) return Promise.resolve();
     this.ended = true;
+    if (this.incoming.readableEnded) this.conn.forget(this.id);
     return this.conn.send(dataFrame(this.id, FLAG_FIN, Buffer.alloc(0)));
   }
   /** Abandons the stream (RST_STREAM CANCEL). */
@@ -140,6 +145,11 @@ export class SpdyConnection {
     this.socket.end();
   }
 
+  /** Drops a stream both sides have finished. */
+  forget(id: number): void {
+    this.streams.delete(id);
+  }
+
   private touch(): void {
     if (this.o.idleTimeoutMs <= 0) return;
     clearTimeout(this.idle);
@@ -178,7 +188,7 @@ export class SpdyConnection {
         const s = new SpdyStream(this, id, headers);
         this.streams.set(id, s);
         s.incoming.once('end', () => {
-          if (s.reset) this.streams.delete(id);
+          if (s.reset || s.finished) this.forget(id);
         });
         if (f.flags & FLAG_FIN) s.incoming.end();
         void this.send(this.codec.compress({}).then((block) => controlFrame(FrameType.SynReply, 0, synReplyPayload(id, block))));

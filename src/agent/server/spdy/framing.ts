@@ -10,7 +10,6 @@ import { constants, createDeflate, createInflate, type Deflate, type Inflate } f
 
 export const VERSION = 3;
 export const FLAG_FIN = 0x01;
-export const DEFAULT_WINDOW = 64 * 1024;
 
 export const FrameType = {
   SynStream: 1,
@@ -26,8 +25,6 @@ export const FrameType = {
 /** RST_STREAM status codes. */
 export const RST_PROTOCOL_ERROR = 1;
 export const RST_CANCEL = 5;
-/** SETTINGS id of the initial stream window. */
-export const SETTINGS_INITIAL_WINDOW_SIZE = 7;
 
 // The dictionary of SPDY/3 (section 2.6.10.1): these words, each after its 32-bit length, then the tail.
 const DICTIONARY_WORDS =
@@ -184,11 +181,3 @@ export const synReplyPayload = (streamId: number, block: Buffer): Buffer => Buff
 export const rstStreamPayload = (streamId: number, status: number): Buffer => Buffer.concat([u32(streamId), u32(status)]);
 export const windowUpdatePayload = (streamId: number, delta: number): Buffer => Buffer.concat([u32(streamId), u32(delta & 0x7fffffff)]);
 export const goAwayPayload = (lastStreamId: number, status: number): Buffer => Buffer.concat([u32(lastStreamId), u32(status)]);
-
-/** SETTINGS entries: id → value. */
-export function parseSettings(p: Buffer): Map<number, number> {
-  const m = new Map<number, number>();
-  const n = p.length >= 4 ? p.readUInt32BE(0) : 0;
-  for (let i = 0; i < n && 4 + i * 8 + 8 <= p.length; i++) m.set(p.readUInt32BE(4 + i * 8) & 0xffffff, p.readUInt32BE(8 + i * 8));
-  return m;
-}
