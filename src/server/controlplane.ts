@@ -38,6 +38,8 @@ import { authenticationInfoFrom, extraTokenAuthenticators, loadProxyClient, publ
 import { defaultTolerationSeconds } from '../registry/admission/default-toleration-seconds.js';
 import { priorityAdmission } from '../registry/admission/priority.js';
 import { limitRanger } from '../registry/admission/limitranger.js';
+import { defaultStorageClass } from '../registry/admission/default-storage-class.js';
+import { pvcResize } from '../registry/admission/pvc-resize.js';
 import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
 import {
   chooseAdvertiseAddress,
@@ -347,6 +349,9 @@ function admissionPlugins(options: ServerOptions, namespaces: () => ReturnType<R
       defaultTolerationSeconds({ notReadySeconds: options.defaultNotReadyTolerationSeconds, unreachableSeconds: options.defaultUnreachableTolerationSeconds }),
     );
   }
+  const storageClasses = () => registry().store('storage.k8s.io', 'v1', 'storageclasses');
+  if (on.has('DefaultStorageClass')) plugins.push(defaultStorageClass(storageClasses));
   if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
+  if (on.has('PersistentVolumeClaimResize')) plugins.push(pvcResize(storageClasses));
   return plugins;
 }

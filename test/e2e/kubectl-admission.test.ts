@@ -186,4 +186,54 @@ spec:
       await ok(['apply', '-f', '-'], pod('lr-elsewhere', '', '    resources:\n      limits: {cpu: "2"}\n'));
     });
   });
+
+  describe('DefaultStorageClass and PersistentVolumeClaimResize', () => {
+    const claim = (name: string, size: string, extra = '') =>
+      `apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: ${name}}\nspec:\n${extra}  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: ${size}}}\n`;
+    const klass = (name: string, extra = '', annotations = '') =>
+      `apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: ${name}\n${annotations}provisioner: example.com/disk\n${extra}`;
+
+    it('serves StorageClasses with their defaults and the table kubectl prints', async () => {
+      await ok(['apply', '-f', '-'], klass('standard', '', '  annotations: {storageclass.kubernetes.io/is-default-class: "true"}\n'));
+      await ok(['apply', '-f', '-'], klass('expandable', 'allowVolumeExpansion: true\nreclaimPolicy: Retain\nvolumeBindingMode: WaitForFirstConsumer\n'));
+      const sc = await json(['get', 'sc', 'standard']);
+      assert.equal(sc.reclaimPolicy, 'Delete');
+      assert.equal(sc.volumeBindingMode, 'Immediate');
+      const lines = (await ok(['get', 'storageclasses'])).trim().split('\n').map((l) => l.split(/\s{2,}/));
+      assert.deepEqual(lines[0], ['NAME', 'PROVISIONER', 'RECLAIMPOLICY', 'VOLUMEBINDINGMODE', 'ALLOWVOLUMEEXPANSION', 'AGE']);
+      assert.deepEqual(lines.slice(1).map((l) => l.slice(0, 5)), [
+        ['expandable', 'example.com/disk', 'Retain', 'WaitForFirstConsumer', 'true'],
+        ['standard (default)', 'example.com/disk', 'Delete', 'Immediate', 'false'],
+      ]);
+      const err = await refused(['patch', 'sc', 'standard', '--type=merge', '-p', '{"provisioner":"other.io/x"}']);
+      assert.match(err, /provisioner: Forbidden: updates to provisioner are forbidden./);
+    });
+    it('gives a claim without a class the default class, and leaves an explicit one (even empty) alone', async () => {
+      await ok(['apply', '-f', '-'], claim('sc-none', '1Gi'));
+      assert.equal((await json(['get', 'pvc', 'sc-none'])).spec.storageClassName, 'standard');
+      await ok(['apply', '-f', '-'], claim('sc-empty', '1Gi', '  storageClassName: ""\n'));
+      assert.equal((await json(['get', 'pvc', 'sc-empty'])).spec.storageClassName, '');
+      await ok(['apply', '-f', '-'], claim('sc-expandable', '1Gi', '  storageClassName: expandable\n'));
+      assert.equal((await json(['get', 'pvc', 'sc-expandable'])).spec.storageClassName, 'expandable');
+    });
+    it('lets a bound claim grow only when its class allows volume expansion', async () => {
+      const grow = (name: string) => k(['patch', 'pvc', name, '--type=merge', '-p', '{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}']);
+      let r = await grow('sc-none');
+      assert.notEqual(r.code, 0);
+      // Validation (before validating admission) refuses it first for an unbound claim.
+      assert.match(r.stderr, /PersistentVolumeClaim "sc-none" is invalid: spec: Forbidden: spec is immutable after creation except resources.requests for bound claims/);
+      for (const name of ['sc-none', 'sc-expandable']) {
+        await ok(['patch', 'pvc', name, '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Bound"}}']);
+      }
+      r = await grow('sc-none');
+      assert.notEqual(r.code, 0);
+      assert.match(
+        r.stderr,
+        /persistentvolumeclaims "sc-none" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize/,
+      );
+      r = await grow('sc-expandable');
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal((await json(['get', 'pvc', 'sc-expandable'])).spec.resources.requests.storage, '2Gi');
+    });
+  });
 });

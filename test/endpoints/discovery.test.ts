@@ -254,6 +254,7 @@ describe('aggregated discovery documents', () => {
       'flowcontrol.apiserver.k8s.io',
       'rbac.authorization.k8s.io',
       'scheduling.k8s.io',
+      'storage.k8s.io',
     ]);
     const coordination = items.find((g) => g.metadata.name === 'coordination.k8s.io')!;
     assert.deepEqual(coordination.versions.map((v) => v.version), ['v1']);

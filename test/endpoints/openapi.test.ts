@@ -223,6 +223,8 @@ describe('OpenAPI v3', () => {
       'apis/rbac.authorization.k8s.io/v1',
       'apis/scheduling.k8s.io',
       'apis/scheduling.k8s.io/v1',
+      'apis/storage.k8s.io',
+      'apis/storage.k8s.io/v1',
     ]);
     assert.match(index.paths['api/v1']!.serverRelativeURL, /^\/openapi\/v3\/api\/v1\?hash=[0-9A-F]{128}$/);
     assert.equal(v3GroupVersionKey('/apis/example.com/v1/namespaces/{namespace}/widgets'), 'apis/example.com/v1');

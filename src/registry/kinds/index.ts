@@ -19,6 +19,7 @@ import { AUTHENTICATION_KINDS } from './authentication/index.js';
 import { FLOWCONTROL_KINDS } from './flowcontrol/index.js';
 import { priorityClassKind } from './priorityclass/index.js';
 import { limitRangeKind } from './limitrange/index.js';
+import { storageClassKind } from './storageclass/index.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -37,8 +38,9 @@ export { AUTHENTICATION_KINDS } from './authentication/index.js';
 export { FLOWCONTROL_KINDS } from './flowcontrol/index.js';
 export { priorityClassKind } from './priorityclass/index.js';
 export { limitRangeKind } from './limitrange/index.js';
+export { storageClassKind } from './storageclass/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
