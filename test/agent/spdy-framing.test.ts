@@ -137,4 +137,35 @@ void describe('SPDY/3.1 framing', () => {
     await new Promise<void>((resolve) => (client.closed ? resolve() : client.once('close', () => resolve())));
     server.close();
   });
+  void it("opens a stream's window only once its reader took the data; the session's at once", async () => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+    const client = connect((server.address() as { port: number }).port, '127.0.0.1');
+    let stream: SpdyStream | undefined;
+    const conn = new SpdyConnection(await accepted, (s) => (stream = s), { idleTimeoutMs: 0 });
+    const codec = new HeaderCodec();
+    const reader = new FrameReader();
+    const got: Frame[] = [];
+    client.on('data', (c: Buffer) => got.push(...reader.push(c)));
+    const updates = (id: number): number =>
+      got.filter((f) => f.control && f.type === FrameType.WindowUpdate && f.payload.readUInt32BE(0) === id).reduce((n, f) => n + f.payload.readUInt32BE(4), 0);
+    const until = async (what: () => boolean): Promise<void> => {
+      const deadline = Date.now() + 10_000;
+      while (!what() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(what());
+    };
+    client.write(controlFrame(FrameType.SynStream, 0, synStreamPayload(1, await codec.compress({ streamtype: ['stdin'] }))));
+    for (let i = 0; i < 4; i++) client.write(dataFrame(1, 0, Buffer.alloc(10_000, 7)));
+    await until(() => updates(0) === 40_000);
+    // Nobody reads the stream yet: the reader's buffer (16 KiB) took the first two frames only.
+    assert.ok(updates(1) < 40_000, `stream window opened by ${updates(1)}`);
+    let read = 0;
+    stream!.incoming.on('data', (c: Buffer) => (read += c.length));
+    await until(() => updates(1) === 40_000);
+    assert.equal(read, 40_000);
+    client.destroy();
+    await conn.closed;
+    server.close();
+  });
 });

@@ -1,9 +1,10 @@
 // One SPDY/3.1 connection on the server side, as Kubernetes' streaming uses it: the client opens the
 // streams (SYN_STREAM), the agent accepts each with an empty SYN_REPLY and writes data frames, ending
 // its side with FLAG_FIN. PINGs are answered, SETTINGS and WINDOW_UPDATE read, and the agent opens the
-// window again (WINDOW_UPDATE for the stream and the session) for every data frame it receives, so a
-// peer that honours windows is never stalled. The agent sends within the peer's socket backpressure and
-// does not wait for the peer's WINDOW_UPDATEs (spdystream, kubectl's SPDY, never sends any).
+// window again (WINDOW_UPDATE for the stream and the session) for every data frame it receives: a
+// peer that honours windows gets more once the agent has passed the data on (the session's window opens
+// at once, a stream's when its reader has taken the data). The agent sends within the socket's
+// backpressure and does not wait for the peer's WINDOW_UPDATEs.
 import type { Duplex } from 'node:stream';
 import { PassThrough } from 'node:stream';
 import {
@@ -172,9 +173,12 @@ export class SpdyConnection {
         return;
       }
       if (f.payload.length > 0) {
-        s.incoming.write(f.payload);
-        void this.send(controlFrame(FrameType.WindowUpdate, 0, windowUpdatePayload(f.streamId, f.payload.length)));
+        // The session's window opens at once; the stream's once its reader has taken the data.
         void this.send(controlFrame(FrameType.WindowUpdate, 0, windowUpdatePayload(0, f.payload.length)));
+        const id = f.streamId;
+        const n = f.payload.length;
+        if (s.incoming.write(f.payload)) void this.send(controlFrame(FrameType.WindowUpdate, 0, windowUpdatePayload(id, n)));
+        else s.incoming.once('drain', () => void this.send(controlFrame(FrameType.WindowUpdate, 0, windowUpdatePayload(id, n))));
       }
       if (f.flags & FLAG_FIN) s.incoming.end();
       return;
