@@ -40,6 +40,7 @@ import { priorityAdmission } from '../registry/admission/priority.js';
 import { limitRanger } from '../registry/admission/limitranger.js';
 import { defaultStorageClass } from '../registry/admission/default-storage-class.js';
 import { pvcResize } from '../registry/admission/pvc-resize.js';
+import { taintNodesByCondition } from '../registry/admission/taint-nodes.js';
 import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
 import {
   chooseAdvertiseAddress,
@@ -343,6 +344,7 @@ function admissionPlugins(options: ServerOptions, namespaces: () => ReturnType<R
     const mountToken = () => registry().settings.serviceAccountTokens !== undefined;
     plugins.push(serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces, mountToken }));
   }
+  if (on.has('TaintNodesByCondition')) plugins.push(taintNodesByCondition());
   if (on.has('Priority')) plugins.push(priorityAdmission(() => registry().store('scheduling.k8s.io', 'v1', 'priorityclasses')));
   if (on.has('DefaultTolerationSeconds')) {
     plugins.push(

@@ -2,7 +2,7 @@
  * The default admission plugins that change or refuse objects, through kubectl against one server this test
  * starts (with --default-unreachable-toleration-seconds=200): DefaultTolerationSeconds, Priority
  * (PriorityClass), LimitRanger (LimitRange), DefaultStorageClass and PersistentVolumeClaimResize
- * (StorageClass).
+ * (StorageClass) and TaintNodesByCondition.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -234,6 +234,20 @@ spec:
       r = await grow('sc-expandable');
       assert.equal(r.code, 0, r.stderr);
       assert.equal((await json(['get', 'pvc', 'sc-expandable'])).spec.resources.requests.storage, '2Gi');
+    });
+  });
+
+  describe('TaintNodesByCondition', () => {
+    it('gives a new node the not-ready NoSchedule taint, once', async () => {
+      // The create's answer is the node as admitted (the node lifecycle controller may lift the taint later).
+      const created = JSON.parse(await ok(['create', '-o', 'json', '-f', '-'], 'apiVersion: v1\nkind: Node\nmetadata: {name: tainted-1}\n'));
+      assert.deepEqual(created.spec.taints, [{ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }]);
+      const own = 'apiVersion: v1\nkind: Node\nmetadata: {name: tainted-2}\nspec:\n  taints:\n  - {key: dedicated, value: gpu, effect: NoSchedule}\n  - {key: node.kubernetes.io/not-ready, effect: NoSchedule}\n';
+      const second = JSON.parse(await ok(['create', '-o', 'json', '-f', '-'], own));
+      assert.deepEqual(second.spec.taints, [
+        { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' },
+        { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+      ]);
     });
   });
 });
