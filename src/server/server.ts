@@ -23,6 +23,7 @@ import {
   type Handler,
 } from '../filters/authn.js';
 import { requestHeaderAuthenticator, type RequestHeaderConfig } from '../filters/authn/requestheader.js';
+import { webSocketProtocolAuthenticator } from '../filters/authn/websocket.js';
 import { audienceAgnostic, bearerTokenAuthenticator, tokenReviewer, tokenTableAuthenticator, tokenUnion, type TokenAuthenticator } from '../filters/authn/token.js';
 import type { TokenReviewer } from '../registry/kinds/authentication/tokenreview.js';
 import { withCORS, compileCorsOrigins } from '../filters/cors.js';
@@ -545,7 +546,7 @@ async function buildAuthenticator(
   if (config.tokenAuthFile) tokens.push(audienceAgnostic(audiences, tokenTableAuthenticator(await loadTokenFile(config.tokenAuthFile))));
   tokens.push(...(config.tokenAuthenticators ?? []));
   const union = tokenUnion(tokens);
-  if (tokens.length > 0) list.push(bearerTokenAuthenticator(union, audiences));
+  if (tokens.length > 0) list.push(bearerTokenAuthenticator(union, audiences), webSocketProtocolAuthenticator(union, audiences));
   return { request: unionAuthenticator(list), reviewer: tokenReviewer(union, audiences) };
 }
 

@@ -20,6 +20,8 @@ import { webhookTokenAuthenticator } from '../../src/filters/authn/webhook.js';
 import { requestHeaderAuthenticator } from '../../src/filters/authn/requestheader.js';
 import { bootstrapTokenAuthenticator } from '../../src/filters/authn/bootstrap.js';
 import type { KObject } from '../../src/registry/kind.js';
+import { webSocketProtocolAuthenticator } from '../../src/filters/authn/websocket.js';
+import { tokenTableAuthenticator } from '../../src/filters/authn/token.js';
 import type { ApiRequest } from '../../src/endpoints/http.js';
 
 const present = requireBinary(undefined, 'kubectl') !== null;
@@ -272,5 +274,64 @@ describe('Webhook tokens, front-proxy headers and bootstrap tokens', () => {
     assert.deepEqual(await auth(secret({ type: 'Opaque' } as Partial<KObject>)), { status: 'unknown' });
     assert.deepEqual(await auth(secret({ metadata: { deletionTimestamp: new Date().toISOString() } })), { status: 'unknown' });
     assert.deepEqual(await auth(secret({ data: { expiration: 'tomorrow' } })), { status: 'unknown' });
+  });
+
+  it('WebSocket requests may carry the bearer token as a subprotocol, removed once used', async () => {
+    const auth = webSocketProtocolAuthenticator(tokenTableAuthenticator(new Map([['ws-token', { name: 'ws-user', groups: ['g'] }]])), []);
+    const req = (protocols: string[], upgrade = true) =>
+      ({
+        headers: {
+          ...(upgrade ? { connection: 'keep-alive, Upgrade', upgrade: 'websocket' } : {}),
+          'sec-websocket-protocol': protocols.join(', '),
+        },
+      }) as unknown as ApiRequest;
+    const bearer = (t: string) => `base64url.bearer.authorization.k8s.io.${Buffer.from(t).toString('base64url')}`;
+    const ok = req(['v4.channel.k8s.io', bearer('ws-token')]);
+    assert.deepEqual(await auth.authenticate(ok), { status: 'authenticated', user: { name: 'ws-user', groups: ['g'] } });
+    assert.equal(ok.headers['sec-websocket-protocol'], 'v4.channel.k8s.io');
+    assert.deepEqual(await auth.authenticate(req([bearer('ws-token')])), { status: 'failed', reason: 'missing additional subprotocol' });
+    assert.deepEqual(await auth.authenticate(req(['v4.channel.k8s.io', bearer('other')])), { status: 'failed', reason: 'invalid bearer token' });
+    assert.deepEqual(await auth.authenticate(req(['v4.channel.k8s.io', bearer('a'), bearer('b')])), {
+      status: 'failed',
+      reason: 'multiple base64.bearer.authorization tokens specified',
+    });
+    assert.deepEqual(await auth.authenticate(req(['v4.channel.k8s.io', 'base64url.bearer.authorization.k8s.io.a+b'])), {
+      status: 'failed',
+      reason: 'invalid base64.bearer.authorization token encoding',
+    });
+    assert.deepEqual(await auth.authenticate(req(['v4.channel.k8s.io', bearer('ws-token')], false)), { status: 'absent' });
+    assert.deepEqual(await auth.authenticate(req(['v4.channel.k8s.io'])), { status: 'absent' });
+  });
+
+  it('a WebSocket upgrade authenticates with the token subprotocol through the server', { skip }, async () => {
+    const upgrade = (token: string) =>
+      new Promise<{ code: number; body: string }>((resolve, reject) => {
+        const req = request(`${c.url}/api/v1/namespaces/default/pods/nothing/exec?command=ls&stdout=true`, {
+          ca: servingCA,
+          agent: false,
+          headers: {
+            Connection: 'Upgrade',
+            Upgrade: 'websocket',
+            'Sec-WebSocket-Version': '13',
+            'Sec-WebSocket-Key': Buffer.from('0123456789abcdef').toString('base64'),
+            'Sec-WebSocket-Protocol': `v4.channel.k8s.io, base64url.bearer.authorization.k8s.io.${Buffer.from(token).toString('base64url')}`,
+          },
+        });
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (d: Buffer) => chunks.push(d));
+          res.on('end', () => resolve({ code: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        });
+        req.on('upgrade', (res, socket) => {
+          socket.destroy();
+          resolve({ code: res.statusCode ?? 0, body: '' });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const hooked = await upgrade('hooked-ws');
+    assert.equal(hooked.code, 403, hooked.body);
+    assert.match(hooked.body, /User \\"hooked\\" cannot get resource \\"pods\/exec\\"/);
+    assert.equal((await upgrade('stranger-token')).code, 401);
   });
 });
