@@ -57,8 +57,8 @@ async function spdyRun(socket: Duplex, head: Buffer, streams: Record<string, str
   return { data, frames };
 }
 
-/** kubectl versions: 1.27 speaks SPDY/3.1 only, 1.33 WebSocket (v5.channel.k8s.io) for exec and attach. */
-const VERSIONS = ['1.27', '1.33'].filter((v) => kubectlPath(v) !== null);
+/** kubectl versions: 1.27 and 1.29 speak SPDY/3.1 only, 1.33 WebSocket (v5.channel.k8s.io) for exec and attach. */
+const VERSIONS = ['1.27', '1.29', '1.33'].filter((v) => kubectlPath(v) !== null);
 
 void describe('kubectl exec and attach on the process runtime', () => {
   let c: TestCluster;
@@ -147,9 +147,10 @@ void describe('kubectl exec and attach on the process runtime', () => {
     assert.equal(r.stdout, `${input.length}\n${'z'.repeat(200_000)}`);
   });
 
-  for (const version of ['1.27', '1.33', undefined]) {
-    void it(`kubectl ${version ?? '(default)'} port-forward reaches an HTTP server in the pod`, async (t) => {
-      if (version && kubectlPath(version) === null) return t.skip(`kubectl ${version} is not installed`);
+  // Every kubectl: SPDY through 1.30; from 1.31 WebSocket tunnelling is tried first, refused, and SPDY follows.
+  for (const version of ['1.27', '1.28', '1.29', '1.30', '1.31', '1.32', '1.33']) {
+    void it(`kubectl ${version} port-forward reaches an HTTP server in the pod`, async (t) => {
+      if (kubectlPath(version) === null) return t.skip(`kubectl ${version} is not installed`);
       await withPortForward(c, version, 'pod/web', httpPort, async (local) => {
         const first = await httpGet(local, '/one');
         assert.equal(first.code, 200);
