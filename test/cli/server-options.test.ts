@@ -359,10 +359,16 @@ void describe('server options: validation', () => {
     refused(['--enable-admission-plugins=Nope'], /"Nope" is not allowed; entries must be among AlwaysAdmit,/);
     refused(['--enable-admission-plugins=AlwaysPullImages'], '--enable-admission-plugins: plugin AlwaysPullImages not implemented yet');
     // A default-enabled plugin that does not work yet is refused when asked for by name, never ignored.
-    refused(['--enable-admission-plugins=LimitRanger'], '--enable-admission-plugins: plugin LimitRanger not implemented yet');
+    refused(['--enable-admission-plugins=PodSecurity'], '--enable-admission-plugins: plugin PodSecurity not implemented yet');
     refused(
       ['--enable-admission-plugins=LimitRanger', '--disable-admission-plugins=LimitRanger'],
       'LimitRanger is in both --enable-admission-plugins and --disable-admission-plugins',
+    );
+    // Plugins that run may be named.
+    assert.deepEqual(
+      parseServerOptions(['--enable-admission-plugins=LimitRanger,Priority,DefaultTolerationSeconds,DefaultStorageClass,PersistentVolumeClaimResize,TaintNodesByCondition'])
+        .enableAdmissionPlugins.length,
+      6,
     );
     const o = parseServerOptions(['--enable-admission-plugins=NamespaceLifecycle', '--disable-admission-plugins=PodSecurity,ResourceQuota']);
     assert.deepEqual(o.enableAdmissionPlugins, ['NamespaceLifecycle']);
