@@ -44,6 +44,7 @@ describe('OIDC authentication through kubectl', () => {
   /** The keys the issuer publishes; the first signs. */
   let published: SigningKey[] = [];
   let keyFetches = 0;
+  const claimRequests: (string | undefined)[] = [];
 
   const sign = (claims: Record<string, unknown>, opts: { key?: SigningKey; aud?: string; exp?: number; iss?: string } = {}) => {
     const key = opts.key ?? published[0]!;
@@ -78,6 +79,10 @@ describe('OIDC authentication through kubectl', () => {
       res.setHeader('Content-Type', 'application/json');
       if (req.url === '/.well-known/openid-configuration') {
         res.end(JSON.stringify({ issuer, jwks_uri: `${issuer}/keys`, id_token_signing_alg_values_supported: ['RS256'] }));
+      } else if (req.url === '/claims/groups') {
+        claimRequests.push(req.headers.authorization);
+        res.setHeader('Content-Type', 'application/jwt');
+        void sign({ sub: 'alice', groups: ['distributed'] }).then((jwt) => res.end(jwt));
       } else if (req.url === '/keys') {
         keyFetches++;
         res.end(JSON.stringify({ keys: published.map((k) => k.jwk) }));
@@ -166,6 +171,18 @@ describe('OIDC authentication through kubectl', () => {
     const es = published[1]!;
     assert.equal(((await user({}, claims, es)) as { status: string }).status, 'failed');
     assert.deepEqual(await user({ signingAlgs: ['RS256', 'ES256'] }, claims, es), { name: `${issuer}#alice`, groups: [] });
+    // A distributed groups claim is fetched from its source with the access token and verified.
+    const distributed = {
+      ...claims,
+      _claim_names: { groups: 'src1' },
+      _claim_sources: { src1: { endpoint: `${issuer}/claims/groups`, access_token: 'claims-secret' } },
+    };
+    assert.deepEqual(await user({ groupsClaim: 'groups', groupsPrefix: 'oidc:' }, distributed), { name: `${issuer}#alice`, groups: ['oidc:distributed'] });
+    assert.deepEqual(claimRequests, ['Bearer claims-secret']);
+    assert.deepEqual(await user({ groupsClaim: 'groups' }, { ...claims, _claim_names: { groups: 'src1' } }), {
+      status: 'failed',
+      reason: 'oidc: could not expand distributed claims: oidc: no claim sources',
+    });
     // Tokens of another issuer are not OIDC's: other authenticators are asked.
     const other = await oidcAuthenticator(options()).authenticateToken(await sign(claims, { iss: 'https://elsewhere' }), undefined);
     assert.deepEqual(other, { status: 'unknown' });

@@ -6,7 +6,8 @@
  * keys held: a new key id after rotation), with one of
  * --oidc-signing-algs, an audience containing --oidc-client-id, and an expiry not passed. The user name is
  * the --oidc-username-claim (email needs email_verified true when that claim is present), prefixed as
- * configured; groups come from --oidc-groups-claim (a string or a list), prefixed; every
+ * configured; groups come from --oidc-groups-claim (a string or a list; or a distributed claim, fetched
+ * from its source endpoint and verified as its issuer's token), prefixed; every
  * --oidc-required-claim must be present with its value. Tokens of other issuers are left to other
  * authenticators.
  */
@@ -85,9 +86,8 @@ function unverifiedIssuer(token: string): string | undefined {
   }
 }
 
-export function oidcAuthenticator(o: OidcOptions): TokenAuthenticator {
-  const ca = o.caFile ? readFileSync(o.caFile) : undefined;
-  const prefix = effectiveUsernamePrefix(o);
+/** Verifies ID tokens of one issuer: its discovery document and key set, fetched on first use and again on a miss. */
+function issuerVerifier(issuer: string, clientID: string, algorithms: readonly string[], ca: Buffer | undefined): (token: string) => Promise<JWTPayload> {
   let jwksURI: string | undefined;
   let keys: ReturnType<typeof createLocalJWKSet> | undefined;
   let inflight: Promise<void> | undefined;
@@ -96,9 +96,9 @@ export function oidcAuthenticator(o: OidcOptions): TokenAuthenticator {
     (inflight ??= (async () => {
       try {
         if (!jwksURI) {
-          const wellKnown = `${o.issuerURL.replace(/\/$/, '')}/.well-known/openid-configuration`;
+          const wellKnown = `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
           const doc = (await getJSON(wellKnown, ca)) as { issuer?: unknown; jwks_uri?: unknown };
-          if (doc.issuer !== o.issuerURL) throw new Error(`oidc: issuer did not match the issuer returned by provider, expected ${JSON.stringify(o.issuerURL)} got ${JSON.stringify(doc.issuer)}`);
+          if (doc.issuer !== issuer) throw new Error(`oidc: issuer did not match the issuer returned by provider, expected ${JSON.stringify(issuer)} got ${JSON.stringify(doc.issuer)}`);
           if (typeof doc.jwks_uri !== 'string') throw new Error('oidc: discovery document has no jwks_uri');
           jwksURI = doc.jwks_uri;
         }
@@ -108,9 +108,9 @@ export function oidcAuthenticator(o: OidcOptions): TokenAuthenticator {
       }
     })());
 
-  const verify = async (token: string): Promise<JWTPayload> => {
+  return async (token) => {
     if (!keys) await refresh();
-    const opts = { issuer: o.issuerURL, audience: o.clientID, algorithms: [...o.signingAlgs] };
+    const opts = { issuer, audience: clientID, algorithms: [...algorithms] };
     try {
       return (await jwtVerify(token, keys!, opts)).payload;
     } catch (e) {
@@ -120,6 +120,79 @@ export function oidcAuthenticator(o: OidcOptions): TokenAuthenticator {
       return (await jwtVerify(token, keys!, opts)).payload;
     }
   };
+}
+
+function getText(url: string, ca: Buffer | undefined, accessToken: string | undefined): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = accessToken ? { Authorization: `Bearer ${accessToken}` } : {};
+    const req = httpsRequest(url, { method: 'GET', headers, timeout: 30_000, ...(ca ? { ca } : {}) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const code = res.statusCode ?? 0;
+        if (code < 200 || code > 226) return reject(new Error(`error while getting distributed claim JWT: ${code} ${res.statusMessage ?? ''}`));
+        resolve(Buffer.concat(chunks).toString('utf8'));
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`Get "${url}": context deadline exceeded`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * Distributed claims (OpenID Connect Core 5.6.2) for the groups claim, as Kubernetes' claimResolver: when the
+ * token lacks the claim but `_claim_names` maps it to a `_claim_sources` endpoint, that endpoint's answer (a
+ * JWT, fetched with the source's access token) is verified as an ID token of its own issuer for the client
+ * id, and its value of the claim is used. Aggregated claims (a source with a JWT) are not resolved.
+ */
+function claimResolver(claim: string, verifierFor: (iss: string) => (token: string) => Promise<JWTPayload>, ca: Buffer | undefined) {
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  return async (claims: JWTPayload): Promise<void> => {
+    if (claims[claim] !== undefined) return;
+    const names = claims['_claim_names'];
+    if (names === undefined) return;
+    if (!isObject(names) || !Object.values(names).every((v) => typeof v === 'string')) throw new Error('oidc: error parsing distributed claim names');
+    const sources = claims['_claim_sources'];
+    if (sources === undefined) throw new Error('oidc: no claim sources');
+    if (!isObject(sources) || !Object.values(sources).every(isObject)) throw new Error('oidc: could not parse claim sources');
+    const src = names[claim] as string | undefined;
+    if (src === undefined) return;
+    const ep = sources[src] as Record<string, unknown> | undefined;
+    if (!ep) throw new Error(`id token _claim_names contained a source ${src} missing in _claims_sources`);
+    const url = typeof ep['endpoint'] === 'string' ? ep['endpoint'] : '';
+    if (url === '') return;
+    let jwt: string;
+    try {
+      jwt = await getText(url, ca, typeof ep['access_token'] === 'string' ? ep['access_token'] : undefined);
+    } catch (e) {
+      throw new Error(`while getting distributed claim ${JSON.stringify(claim)}: ${(e as Error).message}`, { cause: e });
+    }
+    const iss = unverifiedIssuer(jwt);
+    if (iss === undefined) throw new Error(`getting untrusted issuer from endpoint ${url} failed for claim ${JSON.stringify(claim)}`);
+    let distributed: JWTPayload;
+    try {
+      distributed = await verifierFor(iss)(jwt);
+    } catch (e) {
+      throw new Error(`verify distributed claim token: ${(e as Error).message}`, { cause: e });
+    }
+    if (distributed[claim] === undefined) throw new Error(`jwt returned by distributed claim endpoint ${url} did not contain claim: ${claim}`);
+    claims[claim] = distributed[claim];
+  };
+}
+
+export function oidcAuthenticator(o: OidcOptions): TokenAuthenticator {
+  const ca = o.caFile ? readFileSync(o.caFile) : undefined;
+  const prefix = effectiveUsernamePrefix(o);
+  const verifiers = new Map<string, (token: string) => Promise<JWTPayload>>();
+  const verifierFor = (iss: string) => {
+    let v = verifiers.get(iss);
+    if (!v) verifiers.set(iss, (v = issuerVerifier(iss, o.clientID, o.signingAlgs, ca)));
+    return v;
+  };
+  const verify = verifierFor(o.issuerURL);
+  const expand = o.groupsClaim ? claimResolver(o.groupsClaim, verifierFor, ca) : undefined;
 
   return {
     async authenticateToken(token): Promise<TokenResult> {
@@ -131,6 +204,11 @@ export function oidcAuthenticator(o: OidcOptions): TokenAuthenticator {
         return { status: 'failed', reason: `oidc: verify token: ${(e as Error).message}` };
       }
       const fail = (reason: string): TokenResult => ({ status: 'failed', reason });
+      try {
+        await expand?.(claims);
+      } catch (e) {
+        return fail(`oidc: could not expand distributed claims: ${(e as Error).message}`);
+      }
       const username = claims[o.usernameClaim];
       if (username === undefined) return fail(`oidc: parse username claims ${JSON.stringify(o.usernameClaim)}: claim not present`);
       if (typeof username !== 'string') return fail(`oidc: parse username claims ${JSON.stringify(o.usernameClaim)}: claim is not a string`);
