@@ -334,4 +334,15 @@ describe('Webhook tokens, front-proxy headers and bootstrap tokens', () => {
     assert.match(hooked.body, /User \\"hooked\\" cannot get resource \\"pods\/exec\\"/);
     assert.equal((await upgrade('stranger-token')).code, 401);
   });
+
+  it('the TokenReview API reviews webhook and bootstrap tokens with the same authenticators', { skip }, async () => {
+    const review = async (token: string) =>
+      (await c.request('POST', '/apis/authentication.k8s.io/v1/tokenreviews', { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } } })).json
+        .status as Record<string, unknown>;
+    assert.deepEqual((await review('hooked-review'))['user'], { username: 'hooked', uid: '42', groups: ['hook-group', 'system:authenticated'], extra: { scope: ['a'] } });
+    const bootstrap = await review('abcdef.0123456789abcdef');
+    assert.equal(bootstrap['authenticated'], true);
+    assert.deepEqual(bootstrap['user'], { username: 'system:bootstrap:abcdef', groups: ['system:bootstrappers', 'system:bootstrappers:workers', 'system:authenticated'] });
+    assert.notEqual((await review('old111.0123456789abcdef'))['authenticated'], true);
+  });
 });
