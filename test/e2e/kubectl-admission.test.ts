@@ -81,6 +81,7 @@ describe('kubectl: default admission plugins', { skip }, () => {
         ['system-cluster-critical', '2000000000', 'false'],
         ['system-node-critical', '2000001000', 'false'],
       ]);
+      assert.match(await ok(['describe', 'pc', 'system-node-critical']), /Value:\s+2000001000/);
       const pc = await json(['get', 'pc', 'system-node-critical']);
       assert.equal(pc.preemptionPolicy, 'PreemptLowerPriority');
       assert.equal(pc.description, 'Used for system critical pods that must not be moved from their current node.');
@@ -159,6 +160,8 @@ spec:
     it('serves LimitRanges (short name limits) with their defaults and the default table', async () => {
       const lr = await json(['get', 'limits', 'defaults', '-n', 'limited']);
       assert.deepEqual(lr.spec.limits[0], { type: 'Container', default: { cpu: '500m', memory: '128Mi' }, defaultRequest: { cpu: '100m', memory: '128Mi' }, max: { cpu: '1' } });
+      const described = await ok(['describe', 'limits', 'defaults', '-n', 'limited']);
+      assert.match(described, /Container\s+cpu\s+-\s+1\s+100m\s+500m\s+-/);
       const table = await ok(['get', 'limitranges', '-n', 'limited']);
       assert.match(table, /^NAME\s+CREATED AT\ndefaults\s+\d{4}-\d\d-\d\dT/);
       const err = await refused(['apply', '-f', '-'], 'apiVersion: v1\nkind: LimitRange\nmetadata: {name: bad, namespace: limited}\nspec:\n  limits:\n  - {type: Container, min: {cpu: "2"}, max: {cpu: "1"}}\n');
@@ -205,6 +208,10 @@ spec:
         ['expandable', 'example.com/disk', 'Retain', 'WaitForFirstConsumer', 'true'],
         ['standard (default)', 'example.com/disk', 'Delete', 'Immediate', 'false'],
       ]);
+      // kubectl describe reads through its typed (protobuf) client.
+      const described = await ok(['describe', 'sc', 'standard']);
+      assert.match(described, /IsDefaultClass:\s+Yes/);
+      assert.match(described, /Provisioner:\s+example.com\/disk/);
       const err = await refused(['patch', 'sc', 'standard', '--type=merge', '-p', '{"provisioner":"other.io/x"}']);
       assert.match(err, /provisioner: Forbidden: updates to provisioner are forbidden./);
     });
