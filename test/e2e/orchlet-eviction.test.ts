@@ -26,7 +26,8 @@ void describe('orchlet eviction (kubectl)', () => {
     spec: {
       nodeName: node,
       terminationGracePeriodSeconds: 30,
-      ...(priority !== undefined ? { priority } : {}),
+      // The Priority admission plugin sets spec.priority from the class (p1000 is made in before()).
+      ...(priority ? { priorityClassName: `p${priority}` } : {}),
       containers: [
         { name: 'main', image: 'busybox', command: ['sleep', '600'], ...(memoryRequest ? { resources: { requests: { memory: memoryRequest } } } : {}) },
       ],
@@ -35,6 +36,8 @@ void describe('orchlet eviction (kubectl)', () => {
 
   before(async () => {
     c = await startCluster();
+    const r = await c.kubectl(['create', 'priorityclass', 'p1000', '--value=1000']);
+    assert.equal(r.code, 0, r.stderr);
   });
   after(async () => {
     await a?.stop();
