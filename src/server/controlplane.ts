@@ -268,7 +268,7 @@ export async function createControlPlane(
         reconcileBootstrapPolicy(registry),
         ensureApfBootstrap(registry),
         authenticationInfo ? publishAuthenticationInfo(registry, authenticationInfo) : undefined,
-        ensureSystemPriorityClasses(registry.store('scheduling.k8s.io', 'v1', 'priorityclasses')!),
+        ensureSystemPriorityClasses(registry.store('scheduling.k8s.io', 'v1', 'priorityclasses')),
       ]);
       // The allocators are made consistent with the stored Services before any request can allocate.
       await repairServiceNetwork(registry.store('', 'v1', 'services')!, serviceNetwork, log);

@@ -110,8 +110,9 @@ export const priorityClassKind: KindDecl = {
   },
 };
 
-/** Creates the system priority classes that do not exist (the scheduling post-start hook). */
-export async function ensureSystemPriorityClasses(store: ResourceStore): Promise<void> {
+/** Creates the system priority classes that do not exist (the scheduling post-start hook); none when not served. */
+export async function ensureSystemPriorityClasses(store: ResourceStore | undefined): Promise<void> {
+  if (!store) return;
   for (const c of SYSTEM_PRIORITY_CLASSES) {
     try {
       await store.create(
