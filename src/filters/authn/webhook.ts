@@ -7,11 +7,10 @@
  * cached. A failing webhook is retried with backoff (500 ms, ×1.5, 5 attempts), then the error is reported.
  */
 import { createHash } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { UserInfo } from '../../endpoints/http.js';
 import { loadWebhookConfig, type WebhookTarget } from '../audit/webhook.js';
+import { postJSON, WebhookCallError } from '../webhookclient.js';
 import { intersectAudiences, type TokenAuthenticator, type TokenResult } from './token.js';
 
 export interface TokenWebhookConfig {
@@ -30,14 +29,6 @@ type Json = Record<string, unknown>;
 const ATTEMPTS = 5;
 const MAX_CACHE = 10_000;
 
-class CallError extends Error {
-  constructor(
-    message: string,
-    readonly retriable: boolean,
-  ) {
-    super(message);
-  }
-}
 
 /** Reads the webhook's kubeconfig; errors name the option. */
 export function loadTokenWebhook(path: string): WebhookTarget {
@@ -49,48 +40,6 @@ export function loadTokenWebhook(path: string): WebhookTarget {
   }
 }
 
-function post(target: WebhookTarget, body: string, timeoutMs: number): Promise<Json> {
-  return new Promise((resolve, reject) => {
-    const url = target.url;
-    const https = url.protocol === 'https:';
-    const headers: Record<string, string | number> = {
-      'Content-Type': 'application/json',
-      Accept: 'application/json',
-      'Content-Length': Buffer.byteLength(body),
-    };
-    if (target.token) headers['Authorization'] = `Bearer ${target.token}`;
-    else if (target.basicAuth) headers['Authorization'] = `Basic ${target.basicAuth}`;
-    const tls = https
-      ? {
-          ...(target.ca ? { ca: target.ca } : {}),
-          ...(target.cert ? { cert: target.cert } : {}),
-          ...(target.key ? { key: target.key } : {}),
-          ...(target.servername ? { servername: target.servername } : {}),
-          rejectUnauthorized: !target.insecureSkipTLSVerify,
-        }
-      : {};
-    const req = (https ? httpsRequest : httpRequest)(url, { method: 'POST', headers, timeout: timeoutMs, ...tls }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const code = res.statusCode ?? 0;
-        if (code < 200 || code > 299) {
-          reject(new CallError(`the server responded with the status code ${code} but did not return more information`, code === 429 || code >= 500));
-          return;
-        }
-        try {
-          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json);
-        } catch (e) {
-          reject(new CallError(`decoding the webhook's answer: ${(e as Error).message}`, false));
-        }
-      });
-      res.on('error', (e) => reject(new CallError(e.message, true)));
-    });
-    req.on('timeout', () => req.destroy(new Error(`Post "${url.href}": context deadline exceeded`)));
-    req.on('error', (e) => reject(e instanceof CallError ? e : new CallError(`Post "${url.href}": ${e.message}`, true)));
-    req.end(body);
-  });
-}
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
@@ -116,10 +65,10 @@ export function webhookTokenAuthenticator(cfg: TokenWebhookConfig, target = load
     let delay = cfg.initialBackoffMs ?? 500;
     for (let attempt = 1; ; attempt++) {
       try {
-        const answer = await post(target, body, cfg.requestTimeoutMs ?? 30_000);
+        const answer = await postJSON(target, body, cfg.requestTimeoutMs ?? 30_000);
         return (answer['status'] ?? {}) as Json;
       } catch (e) {
-        if ((e instanceof CallError && !e.retriable) || attempt >= ATTEMPTS) throw e;
+        if ((e instanceof WebhookCallError && !e.retriable) || attempt >= ATTEMPTS) throw e;
         await sleep(delay);
         delay *= 1.5;
       }

@@ -6,11 +6,10 @@
  * backoff (500 ms, ×1.5, 5 attempts), then has no opinion and reports the error (a 500 unless a later
  * authorizer allows). The webhook cannot enumerate rules: SelfSubjectRulesReview is marked incomplete.
  */
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AccessAttributes, AccessAuthorizer, AccessUser, AuthorizationResult } from '../../registry/kinds/authorization/attributes.js';
 import { loadWebhookConfig, type WebhookTarget } from '../audit/webhook.js';
+import { postJSON, WebhookCallError } from '../webhookclient.js';
 
 export interface WebhookAuthorizerConfig {
   configFile: string;
@@ -75,63 +74,7 @@ function shouldCache(a: AccessAttributes): boolean {
   return size < MAX_CONTROLLED_ATTR_CACHE_SIZE;
 }
 
-class WebhookCallError extends Error {
-  constructor(
-    message: string,
-    readonly retriable: boolean,
-  ) {
-    super(message);
-  }
-}
 
-function post(target: WebhookTarget, body: string, timeoutMs: number): Promise<Json> {
-  const url = target.url;
-  const https = url.protocol === 'https:';
-  const headers: Record<string, string | number> = {
-    'Content-Type': 'application/json',
-    Accept: 'application/json',
-    'Content-Length': Buffer.byteLength(body),
-  };
-  if (target.token) headers['Authorization'] = `Bearer ${target.token}`;
-  else if (target.basicAuth) headers['Authorization'] = `Basic ${target.basicAuth}`;
-  return new Promise((resolve, reject) => {
-    const opts = {
-      method: 'POST',
-      headers,
-      timeout: timeoutMs,
-      ...(https
-        ? {
-            ...(target.ca ? { ca: target.ca } : {}),
-            ...(target.cert ? { cert: target.cert } : {}),
-            ...(target.key ? { key: target.key } : {}),
-            ...(target.servername ? { servername: target.servername } : {}),
-            rejectUnauthorized: !target.insecureSkipTLSVerify,
-          }
-        : {}),
-    };
-    const req = (https ? httpsRequest : httpRequest)(url, opts, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const code = res.statusCode ?? 0;
-        if (code < 200 || code > 299) {
-          reject(new WebhookCallError(`the server responded with the status code ${code} but did not return more information`, code === 429 || code >= 500));
-          return;
-        }
-        try {
-          resolve(JSON.parse(text) as Json);
-        } catch (e) {
-          reject(new WebhookCallError(`decoding the webhook's answer: ${(e as Error).message}`, false));
-        }
-      });
-      res.on('error', (e) => reject(new WebhookCallError(e.message, true)));
-    });
-    req.on('timeout', () => req.destroy(new Error(`Post "${url.href}": context deadline exceeded`)));
-    req.on('error', (e) => reject(e instanceof WebhookCallError ? e : new WebhookCallError(`Post "${url.href}": ${e.message}`, true)));
-    req.end(body);
-  });
-}
 
 export function webhookAuthorizer(cfg: WebhookAuthorizerConfig, target = loadAuthorizationWebhook(cfg.configFile)): AccessAuthorizer {
   const version = cfg.version === 'v1' ? 'v1' : 'v1beta1';
@@ -143,7 +86,7 @@ export function webhookAuthorizer(cfg: WebhookAuthorizerConfig, target = loadAut
     let delay = cfg.initialBackoffMs ?? 500;
     for (let attempt = 1; ; attempt++) {
       try {
-        const answer = await post(target, body, cfg.requestTimeoutMs ?? 30_000);
+        const answer = await postJSON(target, body, cfg.requestTimeoutMs ?? 30_000);
         return (answer['status'] ?? {}) as Json;
       } catch (e) {
         const retriable = e instanceof WebhookCallError ? e.retriable : true;
