@@ -330,6 +330,7 @@ export const SERVER_FLAGS = [
       'bool',
       'true',
       'Enables the generic garbage collector; must match the corresponding flag of the controller manager.',
+      { status: S },
     ),
     flag(
       'enable-priority-and-fairness',

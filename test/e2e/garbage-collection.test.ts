@@ -1,7 +1,7 @@
 /**
  * Delete propagation (DeleteOptions.propagationPolicy) through ownerReferences, with a server this test
  * starts: Background deletes dependents after their owner, Orphan keeps them without the reference,
- * Foreground deletes dependents first.
+ * Foreground deletes dependents first; with --enable-garbage-collector=false nothing deletes dependents.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -71,5 +71,35 @@ describe('garbage collection of dependents', () => {
     assert.equal(marked.deleted, false);
     assert.ok(marked.object.metadata!.finalizers!.includes('foregroundDeletion'));
     await eventually('dependent then owner gone', async () => !(await exists('fg-dep')) && !(await exists('fg-owner')));
+  });
+});
+
+describe('--enable-garbage-collector=false', () => {
+  let c: TestCluster;
+  before(async () => {
+    c = await startCluster(['--enable-garbage-collector=false']);
+  });
+  after(async () => c?.stop());
+
+  it('leaves the dependents of a deleted owner in place', async () => {
+    const pvc = c.cp.registry.store('', 'v1', 'persistentvolumeclaims')!;
+    const spec = { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } };
+    const scope = { namespace: 'default' };
+    const owner = await pvc.create(scope, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'owner' }, spec });
+    const ref = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: 'owner', uid: owner.metadata!.uid };
+    await pvc.create(scope, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'dep', ownerReferences: [ref] }, spec });
+    await pvc.delete(scope, 'owner', { propagationPolicy: 'Background' });
+    await eventually('the owner gone', async () => {
+      try {
+        await pvc.get(scope, 'owner');
+        return false;
+      } catch (err) {
+        return err instanceof StatusError && err.code === 404;
+      }
+    });
+    // The collector of the other server removes such a dependent within milliseconds; here none runs.
+    await new Promise((r) => setTimeout(r, 1000));
+    const dep = await pvc.get(scope, 'dep');
+    assert.deepEqual(dep.metadata!.ownerReferences, [ref]);
   });
 });
