@@ -2,12 +2,13 @@
  * `orch`: the all-in-one local cluster for development (`npm start`). In one process: orch-apiserver on the
  * embedded store under --home, with Node and RBAC authorization, and one orchlet (built-in process runtime,
  * node name = the host name, node IP 127.0.0.1, root dir <home>/orchlet, static pods from <home>/manifests)
- * registered with it under its own node identity (system:node:<name>). Writes <home>/admin.kubeconfig (for
+ * registered with it under its own node identity (system:node:<name>), and service-account tokens signed with
+ * <home>/pki/sa.key. Writes <home>/admin.kubeconfig (for
  * kubectl: a client certificate of user admin in group system:masters, issued by <home>/pki/client-ca) and
  * <home>/orchlet.kubeconfig (the agent's credentials), prints one line saying how to use kubectl, and stops
  * the agent then the server on SIGINT/SIGTERM.
  */
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -57,6 +58,16 @@ async function clientCA(home: string): Promise<{ caFile: string; ca: CertAndKey 
   return { caFile, ca };
 }
 
+/** The service-account signing key (ECDSA P-256, PKCS#8 PEM) under <home>/pki, made on first start. */
+async function serviceAccountKey(home: string): Promise<string> {
+  const keyFile = join(home, 'pki', 'sa.key');
+  if (!existsSync(keyFile)) {
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    await writeFile(keyFile, privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(), { mode: 0o600 });
+  }
+  return keyFile;
+}
+
 /** The admin's client certificate (CN admin, O system:masters), made on first start. */
 async function adminCert(home: string, ca: CertAndKey): Promise<CertAndKey> {
   const certFile = join(home, 'pki', 'admin.crt');
@@ -104,11 +115,16 @@ export async function main(argv: string[]): Promise<void> {
   }
   try {
     const home = resolve(o.home);
-    await mkdir(home, { recursive: true, mode: 0o700 });
-    await chmod(home, 0o700);
+    // Others may only traverse the home (0711): the agent's pod directories below it are traversable so that
+    // containers running as their own user reach their volumes; everything else in it is the owner's alone.
+    await mkdir(home, { recursive: true, mode: 0o711 });
+    await chmod(home, 0o711);
+    await mkdir(join(home, 'data'), { recursive: true, mode: 0o700 });
+    await chmod(join(home, 'data'), 0o700);
     const tokenFile = join(home, 'tokens.csv');
     const { caFile, ca } = await clientCA(home);
     const admin = await adminCert(home, ca);
+    const saKey = await serviceAccountKey(home);
     const nodeName = nodeNameOf(undefined);
     const nodeToken = o.noNode ? '' : await tokenFor(tokenFile, `system:node:${nodeName}`, 'system:nodes');
     const options = parseServerOptions([
@@ -119,6 +135,10 @@ export async function main(argv: string[]): Promise<void> {
       ...(existsSync(tokenFile) ? [`--token-auth-file=${tokenFile}`] : []),
       `--client-ca-file=${caFile}`,
       '--authorization-mode=Node,RBAC',
+      // Service-account tokens: `kubectl create token`, and the kube-api-access volume of every pod.
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${saKey}`,
+      `--service-account-signing-key-file=${saKey}`,
     ]);
     const cp = await createControlPlane(options, { securePort: o.securePort });
     await cp.start();
