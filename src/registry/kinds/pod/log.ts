@@ -23,8 +23,12 @@ export const DEFAULT_CONTAINER_ANNOTATION = 'kubectl.kubernetes.io/default-conta
 
 const names = (cs: unknown) => objects(cs).map((c) => s(c['name']));
 
-/** validateContainer of the log location: the container named, or the only one. */
-export function logContainer(pod: KObject, requested: string): string {
+/**
+ * validateContainer, as the log, exec, attach and port-forward locations share it: the container named (any
+ * kind of container of the pod), or the pod's only container. Logs also honour the pod's
+ * kubectl.kubernetes.io/default-container annotation when no container is named (`defaultAnnotation`).
+ */
+export function podContainer(pod: KObject, requested: string, opts: { defaultAnnotation?: boolean } = {}): string {
   const spec: Json = isObject(pod.spec) ? pod.spec : {};
   const name = s(pod.metadata?.name);
   const all = [...names(spec['containers']), ...names(spec['initContainers']), ...names(spec['ephemeralContainers'])];
@@ -32,8 +36,10 @@ export function logContainer(pod: KObject, requested: string): string {
     if (!all.includes(requested)) throw apiErrors.badRequest(`container ${requested} is not valid for pod ${name}`);
     return requested;
   }
-  const annotated = s(pod.metadata?.annotations?.[DEFAULT_CONTAINER_ANNOTATION]);
-  if (annotated !== '' && all.includes(annotated)) return annotated;
+  if (opts.defaultAnnotation) {
+    const annotated = s(pod.metadata?.annotations?.[DEFAULT_CONTAINER_ANNOTATION]);
+    if (annotated !== '' && all.includes(annotated)) return annotated;
+  }
   const containers = names(spec['containers']);
   if (containers.length === 1) return containers[0]!;
   if (containers.length === 0) throw apiErrors.badRequest(`a container name must be specified for pod ${name}`);
@@ -42,6 +48,9 @@ export function logContainer(pod: KObject, requested: string): string {
   if (init.length > 0) msg += ` or one of the init containers: [${init.join(' ')}]`;
   throw apiErrors.badRequest(msg);
 }
+
+/** The log location's container: podContainer, honouring the default-container annotation. */
+export const logContainer = (pod: KObject, requested: string): string => podContainer(pod, requested, { defaultAnnotation: true });
 
 function intOption(query: URLSearchParams, key: string): number | undefined {
   const v = query.get(key);
@@ -109,6 +118,17 @@ export async function preferredNodeAddress(node: KObject, types: readonly string
   throw apiErrors.internal(`no preferred addresses found; known addresses: [${known}]`);
 }
 
+/** The node agent of `nodeName`: https://<preferred address>:<its daemonEndpoints port, or 10250>. */
+export async function nodeAgentBase(ctx: SubresourceContext, nodeName: string): Promise<string> {
+  const nodes = ctx.lookup('', 'nodes');
+  if (!nodes) throw apiErrors.internal('nodes are not served');
+  const node = await nodes.get({ namespace: '' }, nodeName);
+  const host = await preferredNodeAddress(node, ctx.settings.agentAddressTypes ?? DEFAULT_ADDRESS_TYPES);
+  const endpoint = isObject(node.status) && isObject(node.status['daemonEndpoints']) ? node.status['daemonEndpoints']['kubeletEndpoint'] : undefined;
+  const port = isObject(endpoint) && typeof endpoint['Port'] === 'number' && endpoint['Port'] > 0 ? endpoint['Port'] : DEFAULT_AGENT_PORT;
+  return `https://${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+}
+
 export const logConnector: ConnectorSubresource = {
   verbs: ['get'],
   async location(ctx: SubresourceContext, name: string, query: URLSearchParams): Promise<ConnectLocation | null> {
@@ -117,16 +137,9 @@ export const logConnector: ConnectorSubresource = {
     const params = agentLogQuery(query, name);
     const nodeName = isObject(pod.spec) ? s(pod.spec['nodeName']) : '';
     if (nodeName === '') return null;
-    const nodes = ctx.lookup('', 'nodes');
-    if (!nodes) throw apiErrors.internal('nodes are not served');
-    const node = await nodes.get({ namespace: '' }, nodeName);
-    const host = await preferredNodeAddress(node, ctx.settings.agentAddressTypes ?? DEFAULT_ADDRESS_TYPES);
-    const endpoint = isObject(node.status) && isObject(node.status['daemonEndpoints']) ? node.status['daemonEndpoints']['kubeletEndpoint'] : undefined;
-    const port = isObject(endpoint) && typeof endpoint['Port'] === 'number' && endpoint['Port'] > 0 ? endpoint['Port'] : DEFAULT_AGENT_PORT;
-    const hostPort = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
     const ns = s(pod.metadata?.namespace);
     const path = `/containerLogs/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${encodeURIComponent(container)}`;
     const qs = params.toString();
-    return { url: new URL(`https://${hostPort}${path}${qs ? `?${qs}` : ''}`), contentType: 'text/plain' };
+    return { url: new URL(`${await nodeAgentBase(ctx, nodeName)}${path}${qs ? `?${qs}` : ''}`), contentType: 'text/plain' };
   },
 };

@@ -11,34 +11,16 @@
  * the one named (it must exist in the pod) or the pod's only container; a pod not bound to a node is a
  * 400 "pod <name> does not have a host assigned".
  */
-import { isIP } from 'node:net';
 import { apiErrors } from '../../errors.js';
 import type { ConnectLocation, ConnectorParam, ConnectorSubresource, KObject, SubresourceContext } from '../../kind.js';
-import { DEFAULT_ADDRESS_TYPES, DEFAULT_AGENT_PORT, preferredNodeAddress } from './log.js';
+import { nodeAgentBase, podContainer } from './log.js';
 
 type Json = Record<string, any>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const objects = (v: unknown): Json[] => (Array.isArray(v) ? v.filter(isObject) : []);
 const s = (v: unknown): string => (typeof v === 'string' ? v : '');
-const names = (cs: unknown) => objects(cs).map((c) => s(c['name']));
 
-/** validateContainer of streamLocation: the container named (any kind of container of the pod), or the only one. */
-export function streamContainer(pod: KObject, requested: string): string {
-  const spec: Json = isObject(pod.spec) ? pod.spec : {};
-  const name = s(pod.metadata?.name);
-  if (requested !== '') {
-    const all = [...names(spec['containers']), ...names(spec['initContainers']), ...names(spec['ephemeralContainers'])];
-    if (!all.includes(requested)) throw apiErrors.badRequest(`container ${requested} is not valid for pod ${name}`);
-    return requested;
-  }
-  const containers = names(spec['containers']);
-  if (containers.length === 1) return containers[0]!;
-  if (containers.length === 0) throw apiErrors.badRequest(`a container name must be specified for pod ${name}`);
-  let msg = `a container name must be specified for pod ${name}, choose one of: [${containers.join(' ')}]`;
-  const init = names(spec['initContainers']);
-  if (init.length > 0) msg += ` or one of the init containers: [${init.join(' ')}]`;
-  throw apiErrors.badRequest(msg);
-}
+/** validateContainer of streamLocation: podContainer without the default-container annotation. */
+export const streamContainer = (pod: KObject, requested: string): string => podContainer(pod, requested);
 
 /** runtime.Convert_Slice_string_To_bool: absent is false; "0" and "false" (any case) are false; anything else true. */
 export function queryBool(query: URLSearchParams, key: string): boolean {
@@ -68,13 +50,7 @@ async function podAndAgent(ctx: SubresourceContext, name: string): Promise<{ pod
 async function agentBase(ctx: SubresourceContext, pod: KObject, name: string): Promise<string> {
   const nodeName = isObject(pod.spec) ? s(pod.spec['nodeName']) : '';
   if (nodeName === '') throw apiErrors.badRequest(`pod ${name} does not have a host assigned`);
-  const nodes = ctx.lookup('', 'nodes');
-  if (!nodes) throw apiErrors.internal('nodes are not served');
-  const node = await nodes.get({ namespace: '' }, nodeName);
-  const host = await preferredNodeAddress(node, ctx.settings.agentAddressTypes ?? DEFAULT_ADDRESS_TYPES);
-  const endpoint = isObject(node.status) && isObject(node.status['daemonEndpoints']) ? node.status['daemonEndpoints']['kubeletEndpoint'] : undefined;
-  const port = isObject(endpoint) && typeof endpoint['Port'] === 'number' && endpoint['Port'] > 0 ? endpoint['Port'] : DEFAULT_AGENT_PORT;
-  return `https://${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+  return nodeAgentBase(ctx, nodeName);
 }
 
 const seg = encodeURIComponent;
