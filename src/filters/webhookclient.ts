@@ -5,9 +5,19 @@
  */
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { WebhookTarget } from './audit/webhook.js';
+import { loadWebhookConfig, type WebhookTarget } from './audit/webhook.js';
 
 type Json = Record<string, any>;
+
+/** Reads a webhook's kubeconfig-format file; errors name `option` (e.g. --authorization-webhook-config-file). */
+export function loadWebhookFor(option: string, path: string): WebhookTarget {
+  try {
+    return loadWebhookConfig(path);
+  } catch (e) {
+    const inner = (e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message;
+    throw new Error(`${option} ${path}: ${inner.replace(/^initializing audit webhook: /, '')}`, { cause: e });
+  }
+}
 
 export class WebhookCallError extends Error {
   constructor(

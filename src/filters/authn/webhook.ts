@@ -9,8 +9,8 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { UserInfo } from '../../endpoints/http.js';
-import { loadWebhookConfig, type WebhookTarget } from '../audit/webhook.js';
-import { postJSON, WebhookCallError } from '../webhookclient.js';
+import type { WebhookTarget } from '../audit/webhook.js';
+import { loadWebhookFor, postJSON, WebhookCallError } from '../webhookclient.js';
 import { intersectAudiences, type TokenAuthenticator, type TokenResult } from './token.js';
 
 export interface TokenWebhookConfig {
@@ -32,12 +32,7 @@ const MAX_CACHE = 10_000;
 
 /** Reads the webhook's kubeconfig; errors name the option. */
 export function loadTokenWebhook(path: string): WebhookTarget {
-  try {
-    return loadWebhookConfig(path);
-  } catch (e) {
-    const inner = (e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message;
-    throw new Error(`--authentication-token-webhook-config-file ${path}: ${inner.replace(/^initializing audit webhook: /, '')}`, { cause: e });
-  }
+  return loadWebhookFor('--authentication-token-webhook-config-file', path);
 }
 
 

@@ -8,8 +8,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AccessAttributes, AccessAuthorizer, AccessUser, AuthorizationResult } from '../../registry/kinds/authorization/attributes.js';
-import { loadWebhookConfig, type WebhookTarget } from '../audit/webhook.js';
-import { postJSON, WebhookCallError } from '../webhookclient.js';
+import type { WebhookTarget } from '../audit/webhook.js';
+import { loadWebhookFor, postJSON, WebhookCallError } from '../webhookclient.js';
 
 export interface WebhookAuthorizerConfig {
   configFile: string;
@@ -31,12 +31,7 @@ const BACKOFF_FACTOR = 1.5;
 
 /** Reads the webhook's kubeconfig; errors name the option. */
 export function loadAuthorizationWebhook(path: string): WebhookTarget {
-  try {
-    return loadWebhookConfig(path);
-  } catch (e) {
-    const inner = (e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message;
-    throw new Error(`--authorization-webhook-config-file ${path}: ${inner.replace(/^initializing audit webhook: /, '')}`, { cause: e });
-  }
+  return loadWebhookFor('--authorization-webhook-config-file', path);
 }
 
 /** The review's spec, in the requested version's field names (v1beta1 calls the groups `group`). */
