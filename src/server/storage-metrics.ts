@@ -4,6 +4,7 @@
  */
 import { join } from 'node:path';
 import { EMBEDDED_DB_FILE, parseServersOverride, type Storage, type StorageConfig } from '../storage/factory.js';
+import { ForwardingKV } from '../storage/forwarding.js';
 import type { KV } from '../storage/interface.js';
 import { STORAGE_DURATION_BUCKETS, type HistogramSeries, type ServerMetrics } from './metrics.js';
 
@@ -41,17 +42,15 @@ function storageTypeName(group: string, kind: string): string {
 }
 
 /** A KV whose reads and writes are timed into etcd_request_duration_seconds{operation,type}. */
-class TimedKV implements KV {
+class TimedKV extends ForwardingKV {
   constructor(
-    private readonly kv: KV,
+    kv: KV,
     private readonly s: Record<'get' | 'list' | 'listWithCount' | 'create' | 'update' | 'delete', HistogramSeries>,
-  ) {}
-
-  get backend(): string {
-    return this.kv.backend;
+  ) {
+    super(kv);
   }
 
-  async get(key: string, opts?: Parameters<KV['get']>[1]): ReturnType<KV['get']> {
+  override async get(key: string, opts?: Parameters<KV['get']>[1]): ReturnType<KV['get']> {
     const t = performance.now();
     try {
       return await this.kv.get(key, opts);
@@ -60,7 +59,7 @@ class TimedKV implements KV {
     }
   }
 
-  async list(prefix: string, opts?: Parameters<KV['list']>[1]): ReturnType<KV['list']> {
+  override async list(prefix: string, opts?: Parameters<KV['list']>[1]): ReturnType<KV['list']> {
     const t = performance.now();
     try {
       return await this.kv.list(prefix, opts);
@@ -69,7 +68,7 @@ class TimedKV implements KV {
     }
   }
 
-  async count(prefix: string): Promise<number> {
+  override async count(prefix: string): Promise<number> {
     const t = performance.now();
     try {
       return await this.kv.count(prefix);
@@ -78,7 +77,7 @@ class TimedKV implements KV {
     }
   }
 
-  async create(key: string, value: Uint8Array, opts?: Parameters<KV['create']>[2]): ReturnType<KV['create']> {
+  override async create(key: string, value: Uint8Array, opts?: Parameters<KV['create']>[2]): ReturnType<KV['create']> {
     const t = performance.now();
     try {
       return await this.kv.create(key, value, opts);
@@ -87,7 +86,7 @@ class TimedKV implements KV {
     }
   }
 
-  async update(key: string, value: Uint8Array, expected: number, opts?: Parameters<KV['update']>[3]): ReturnType<KV['update']> {
+  override async update(key: string, value: Uint8Array, expected: number, opts?: Parameters<KV['update']>[3]): ReturnType<KV['update']> {
     const t = performance.now();
     try {
       return await this.kv.update(key, value, expected, opts);
@@ -96,7 +95,7 @@ class TimedKV implements KV {
     }
   }
 
-  async delete(key: string, expected?: number): ReturnType<KV['delete']> {
+  override async delete(key: string, expected?: number): ReturnType<KV['delete']> {
     const t = performance.now();
     try {
       return await this.kv.delete(key, expected);
@@ -105,29 +104,6 @@ class TimedKV implements KV {
     }
   }
 
-  watch(key: string, opts?: Parameters<KV['watch']>[1]): ReturnType<KV['watch']> {
-    return this.kv.watch(key, opts);
-  }
-
-  compact(revision: number): Promise<void> {
-    return this.kv.compact(revision);
-  }
-
-  currentRevision(): Promise<number> {
-    return this.kv.currentRevision();
-  }
-
-  grantLease(ttlSeconds: number): Promise<number> {
-    return this.kv.grantLease(ttlSeconds);
-  }
-
-  stats(): ReturnType<KV['stats']> {
-    return this.kv.stats();
-  }
-
-  close(): Promise<void> {
-    return this.kv.close();
-  }
 }
 
 /**

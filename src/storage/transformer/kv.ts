@@ -8,6 +8,7 @@
  * A value no transformer can read fails the call with an Internal storage error naming the key.
  */
 import { StorageError, errors } from '../errors.js';
+import { ForwardingKV } from '../forwarding.js';
 import type {
   DeleteResult,
   GetResult,
@@ -17,45 +18,38 @@ import type {
   ListResult,
   PutOptions,
   ReadOptions,
-  StoreStats,
   Watch,
   WatchEvent,
   WatchOptions,
 } from '../interface.js';
 import type { ValueTransformer } from './transformer.js';
 
-export class TransformingKV implements KV {
+export class TransformingKV extends ForwardingKV {
   constructor(
-    private readonly kv: KV,
+    kv: KV,
     private readonly transformer: ValueTransformer,
-  ) {}
-
-  get backend(): string {
-    return this.kv.backend;
+  ) {
+    super(kv);
   }
 
-  async get(key: string, opts?: ReadOptions): Promise<GetResult> {
+  override async get(key: string, opts?: ReadOptions): Promise<GetResult> {
     const res = await this.kv.get(key, opts);
     return res.kv ? { ...res, kv: await this.read(res.kv) } : res;
   }
 
-  async list(prefix: string, opts?: ListOptions): Promise<ListResult> {
+  override async list(prefix: string, opts?: ListOptions): Promise<ListResult> {
     const res = await this.kv.list(prefix, opts);
     const kvs: KeyValue[] = [];
     for (const kv of res.kvs) kvs.push(await this.read(kv));
     return { ...res, kvs };
   }
 
-  count(prefix: string): Promise<number> {
-    return this.kv.count(prefix);
-  }
-
-  async create(key: string, value: Uint8Array, opts?: PutOptions): Promise<KeyValue> {
+  override async create(key: string, value: Uint8Array, opts?: PutOptions): Promise<KeyValue> {
     const kv = await this.kv.create(key, await this.write(key, value), opts);
     return { ...kv, value };
   }
 
-  async update(key: string, value: Uint8Array, expectedModRevision: number, opts?: PutOptions): Promise<KeyValue> {
+  override async update(key: string, value: Uint8Array, expectedModRevision: number, opts?: PutOptions): Promise<KeyValue> {
     const stored = await this.write(key, value);
     try {
       return { ...(await this.kv.update(key, stored, expectedModRevision, opts)), value };
@@ -64,7 +58,7 @@ export class TransformingKV implements KV {
     }
   }
 
-  async delete(key: string, expectedModRevision?: number): Promise<DeleteResult> {
+  override async delete(key: string, expectedModRevision?: number): Promise<DeleteResult> {
     let res: DeleteResult;
     try {
       res = await this.kv.delete(key, expectedModRevision);
@@ -74,7 +68,7 @@ export class TransformingKV implements KV {
     return { ...res, prevKv: await this.read(res.prevKv) };
   }
 
-  watch(key: string, opts?: WatchOptions): Watch {
+  override watch(key: string, opts?: WatchOptions): Watch {
     const inner = this.kv.watch(key, opts);
     const it = inner[Symbol.asyncIterator]();
     const next = async (): Promise<IteratorResult<WatchEvent>> => {
@@ -95,26 +89,6 @@ export class TransformingKV implements KV {
         },
       }),
     };
-  }
-
-  compact(revision: number): Promise<void> {
-    return this.kv.compact(revision);
-  }
-
-  currentRevision(): Promise<number> {
-    return this.kv.currentRevision();
-  }
-
-  grantLease(ttlSeconds: number): Promise<number> {
-    return this.kv.grantLease(ttlSeconds);
-  }
-
-  stats(): Promise<StoreStats> {
-    return this.kv.stats();
-  }
-
-  close(): Promise<void> {
-    return this.kv.close();
   }
 
   private async write(key: string, value: Uint8Array): Promise<Uint8Array> {
