@@ -61,6 +61,8 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
     const decl = store.decl;
     const link = deps.selfLink ? (v: KObject): KObject => withSelfLink(v, decl, info.path) : unchanged;
     const scope: RequestScope = { namespace: decl.namespaced ? info.namespace : '', user: getUser(req) };
+    const audit = getAuditRecorder(req);
+    if (audit) scope.auditAnnotate = (key, value) => audit.addAnnotation(key, value);
     if (decl.namespaced && info.namespace === '' && info.verb !== 'list' && info.verb !== 'watch') throw notFoundPath();
     if (!decl.namespaced && info.parts.length > 0 && info.namespace !== '' && info.resource !== 'namespaces') throw notFoundPath();
     const sub = info.subresource;

@@ -43,6 +43,8 @@ export interface RequestScope {
   fieldManager?: string;
   /** The object already carries the managedFields of a server-side apply: record nothing more. */
   applied?: boolean;
+  /** Adds an annotation to the request's audit event (admission plugins' audit annotations); absent: not audited. */
+  auditAnnotate?: (key: string, value: string) => void;
 }
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE';
@@ -57,6 +59,10 @@ export interface AdmissionAttributes {
   oldObject?: KObject;
   user?: RequestScope['user'];
   dryRun: boolean;
+  /** Warnings for the client (the Warning response header); plugins push onto it. */
+  warnings: string[];
+  /** Adds an annotation to the request's audit event; does nothing when the request is not audited. */
+  annotate(key: string, value: string): void;
 }
 
 /** Admission: may change the object (mutate) and refuse the request by throwing a StatusError (validate). */
@@ -136,6 +142,11 @@ const MAX_GENERATE_ATTEMPTS = 8;
 const MAX_UPDATE_ATTEMPTS = 16;
 /** How long a read that asks for a resourceVersion newer than the store's waits for it (as the watch cache). */
 const FRESHNESS_WAIT_MS = 3000;
+
+/** The audit annotator of a request scope (a no-op when the request is not audited). */
+function auditAnnotator(scope: RequestScope): (key: string, value: string) => void {
+  return scope.auditAnnotate ?? (() => {});
+}
 
 export function generateName(base: string): string {
   let s = '';
@@ -290,6 +301,8 @@ export class ResourceStore {
       object: obj,
       user: scope.user,
       dryRun: !!scope.dryRun,
+      warnings,
+      annotate: auditAnnotator(scope),
     });
     await admission?.mutate?.(attrs());
     const txn = await this.decl.beginCreate?.(obj, ctx);
@@ -664,6 +677,8 @@ export class ResourceStore {
       oldObject: old,
       user: scope.user,
       dryRun: !!scope.dryRun,
+      warnings,
+      annotate: auditAnnotator(scope),
     });
     await this.deps.admission?.mutate?.(attrs());
     if (!sub && this.decl.beginUpdate) txns.push(await this.decl.beginUpdate(obj, old, ctx));
@@ -741,6 +756,8 @@ export class ResourceStore {
         oldObject: obj,
         user: scope.user,
         dryRun: !!scope.dryRun,
+        warnings: [],
+        annotate: auditAnnotator(scope),
       });
       const graceful = this.gracefulDeletion(obj, opts);
       if (graceful === 'pending') return { object: obj, deleted: false };
