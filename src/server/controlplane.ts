@@ -11,6 +11,8 @@ import { watchCacheSizes } from '../registry/cacher/sizes.js';
 import type { Admission } from '../registry/store.js';
 import { openStorage, type Storage, type StorageConfig } from '../storage/factory.js';
 import { loadEncryptionConfig, TransformationMetrics } from './encryption-config.js';
+import { loadAdmissionConfig } from './admission-config.js';
+import type { PluginConfigReader } from '../registry/admission/plugin-config.js';
 import { versionInfo } from '../util/version.js';
 import { startNamespaceController } from './controllers/namespace.js';
 import { startPvcProtectionController } from './controllers/pvc-protection.js';
@@ -144,6 +146,8 @@ export async function createControlPlane(
   checkServiceNetworkOptions(options, publicIP, logger);
   // --encryption-provider-config: read before the storage opens; its transformers encrypt values at rest.
   const transformMetrics = new TransformationMetrics();
+  // --admission-control-config-file: read before anything is opened, so that a bad file stops the start.
+  const pluginConfig = loadAdmissionConfig(options.admissionControlConfigFile, options.admissionPlugins);
   const encryption = options.encryptionProviderConfig ? loadEncryptionConfig(options.encryptionProviderConfig, transformMetrics) : undefined;
   let storage: Storage;
   try {
@@ -201,7 +205,7 @@ export async function createControlPlane(
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
     admission: chainAdmission([
-      ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry),
+      ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig),
       rbacEscalationAdmission({ resolver: () => resolver, authorizer: () => authz }),
     ]),
     settings: { ...kindSettingsFrom(options), authorizer: authz, serviceNetwork, ...serviceAccounts.settings },
@@ -335,9 +339,19 @@ async function bootstrapNamespaces(registry: Registry): Promise<void> {
 }
 
 /** The admission plugins in effect (--enable/--disable-admission-plugins) that are built so far, in order. */
-function admissionPlugins(options: ServerOptions, namespaces: () => ReturnType<Registry['store']>, registry: () => Registry): Admission[] {
+/**
+ * `pluginConfig(name)` is the plugin's part of --admission-control-config-file (undefined: none given); pass it to
+ * the factories of plugins that take configuration (see registry/admission/plugin-config.ts).
+ */
+function admissionPlugins(
+  options: ServerOptions,
+  namespaces: () => ReturnType<Registry['store']>,
+  registry: () => Registry,
+  pluginConfig: PluginConfigReader,
+): Admission[] {
   const on = new Set(options.admissionPlugins);
   const plugins: Admission[] = [];
+  void pluginConfig; // read by the plugins that take configuration, as they are added
   if (on.has('NamespaceLifecycle')) plugins.push(namespaceLifecycle(namespaces));
   if (on.has('LimitRanger')) plugins.push(limitRanger(() => registry().store('', 'v1', 'limitranges')));
   if (on.has('ServiceAccount')) {

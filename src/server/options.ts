@@ -249,7 +249,7 @@ const S = 'supported' as const;
 
 export const SERVER_FLAGS = [
   ...flagGroup('Serving and general options', [
-    flag('admission-control-config-file', 'string', undefined, 'File with admission control configuration.'),
+    flag('admission-control-config-file', 'string', undefined, 'File with admission control configuration.', { status: S }),
     flag(
       'advertise-address',
       'ip',
