@@ -43,6 +43,7 @@ import { limitRanger } from '../registry/admission/limitranger.js';
 import { defaultStorageClass } from '../registry/admission/default-storage-class.js';
 import { pvcResize } from '../registry/admission/pvc-resize.js';
 import { taintNodesByCondition } from '../registry/admission/taint-nodes.js';
+import { parsePodSecurityConfig, podSecurity } from '../registry/admission/podsecurity/index.js';
 import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
 import {
   chooseAdvertiseAddress,
@@ -359,6 +360,11 @@ function admissionPlugins(
     plugins.push(serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces, mountToken }));
   }
   if (on.has('TaintNodesByCondition')) plugins.push(taintNodesByCondition());
+  if (on.has('PodSecurity')) {
+    const cfg = pluginConfig('PodSecurity');
+    const config = cfg ? parsePodSecurityConfig(cfg.object, cfg.source) : undefined;
+    plugins.push(podSecurity({ namespaces, pods: () => registry().store('', 'v1', 'pods'), ...(config ? { config } : {}) }));
+  }
   if (on.has('Priority')) plugins.push(priorityAdmission(() => registry().store('scheduling.k8s.io', 'v1', 'priorityclasses')));
   if (on.has('DefaultTolerationSeconds')) {
     plugins.push(
