@@ -13,9 +13,11 @@ import { ApiMode, isStatic, type ApiModeConfig } from './apimode.js';
 import type { BackoffOptions } from './backoff.js';
 import type { Json } from './client/client.js';
 import { NO_EVENTS } from './events.js';
+import { ContainerGC, DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, ImageGC, nodeImages, type ContainerGCPolicy, type ImageGCPolicy } from './gc.js';
 import { admitUnderPressure, dirUsage, EvictionManager, observe, type PodUsage, type Threshold } from './eviction.js';
 import { ContainerLogManager } from './logrotate.js';
 import { fsSize } from './node/hostinfo.js';
+import { RuntimeState, type RuntimeConditionLike } from './node/runtimestate.js';
 import { LABEL_POD_UID } from './podsync.js';
 import type { PodConfigOptions } from './podconfig.js';
 import { PodSyncer } from './podsync.js';
@@ -84,6 +86,16 @@ export interface AgentConfig {
   };
   /** --container-log-max-size (bytes) and --container-log-max-files; no rotation when unset. */
   containerLogs?: { maxSizeBytes: number; maxFiles: number; periodMs?: number };
+  /**
+   * Garbage collection of dead containers (every containerPeriodMs, kubelet: 1 min) and unused
+   * images (every imagePeriodMs, kubelet: 5 min; runtimes with an image service); kubelet's default
+   * policies when unset.
+   */
+  gc?: { containers?: ContainerGCPolicy; images?: ImageGCPolicy; containerPeriodMs?: number; imagePeriodMs?: number };
+  /** --node-status-max-images (default 50; negative: all). */
+  nodeStatusMaxImages?: number;
+  /** How often the runtime's status is checked (kubelet: 5 s) and after how long without an answer it is down (30 s). */
+  runtimeHealth?: { periodMs?: number; downAfterMs?: number };
   /** Feature gates the agent consults (ProbeTerminationGracePeriod). */
   featureGates?: Record<string, boolean>;
   /**
@@ -119,6 +131,11 @@ export class Agent implements ServerHost {
   private readonly evictionManager: EvictionManager | undefined;
   private readonly logManager: ContainerLogManager | undefined;
   private unsubscribe: (() => void) | undefined;
+  readonly containerGC: ContainerGC;
+  readonly imageGC: ImageGC | undefined;
+  readonly runtimeState: RuntimeState;
+  private gcTimers: NodeJS.Timeout[] = [];
+  private sourcesReady = false;
   private stopped = false;
   private readonly startedAt = new Date();
 
@@ -132,13 +149,52 @@ export class Agent implements ServerHost {
           log: (level, m) => this.log(level, m),
           conditions: () => {
             const p = this.evictionManager?.pressure() ?? new Set();
-            return { ready: true, memoryPressure: p.has('MemoryPressure'), diskPressure: p.has('DiskPressure'), pidPressure: p.has('PIDPressure') };
+            const notReady = this.runtimeState.errors();
+            return {
+              ready: notReady.length === 0,
+              notReadyReasons: notReady,
+              memoryPressure: p.has('MemoryPressure'),
+              diskPressure: p.has('DiskPressure'),
+              pidPressure: p.has('PIDPressure'),
+            };
           },
+          ...(this.runtime.images ? { images: async () => nodeImages(await this.runtime.images!.listImages(), this.config.nodeStatusMaxImages ?? 50) } : {}),
           onObjectChange: (_ref, users) => {
             for (const uid of users) this.workers.sync(uid);
           },
         })
       : undefined;
+    this.runtimeState = new RuntimeState({
+      status: () => this.runtimeStatus(),
+      ...(config.runtimeHealth?.periodMs !== undefined ? { periodMs: config.runtimeHealth.periodMs } : {}),
+      ...(config.runtimeHealth?.downAfterMs !== undefined ? { downAfterMs: config.runtimeHealth.downAfterMs } : {}),
+      onChange: () => void this.api?.node?.syncStatus(true).catch((err: unknown) => this.log('error', `updating node status: ${String(err)}`)),
+      log: (l, m) => this.log(l, m),
+    });
+    this.containerGC = new ContainerGC({
+      runtime: this.runtime,
+      policy: config.gc?.containers ?? DEFAULT_CONTAINER_GC,
+      podExists: (uid) => this.workers.state(uid) !== undefined,
+      allSourcesReady: () => this.sourcesReady,
+      log: (l, m) => this.log(l, m),
+    });
+    if (this.runtime.images) {
+      const images = this.runtime.images;
+      this.imageGC = new ImageGC({
+        images,
+        containers: () => this.runtime.listContainers(),
+        policy: config.gc?.images ?? DEFAULT_IMAGE_GC,
+        fsStats: async () => {
+          const dir = images.imageFsDir ? await images.imageFsDir().catch(() => undefined) : undefined;
+          return dir !== undefined ? fsSize(dir) : undefined;
+        },
+        event: (type, reason, message) => {
+          const node = this.api?.node;
+          if (node) this.api?.events.event(node.nodeRef(), type, reason, message);
+        },
+        log: (l, m) => this.log(l, m),
+      });
+    }
     if (config.eviction && config.eviction.thresholds.length > 0) this.evictionManager = new EvictionManager(config.eviction);
     if (config.containerLogs) this.logManager = new ContainerLogManager({ runtime: this.runtime, ...config.containerLogs, log: (l, m) => this.log(l, m) });
     this.syncer = new PodSyncer({
@@ -174,6 +230,8 @@ export class Agent implements ServerHost {
       const uid = this.syncer.uidOfSandbox(e.podSandboxId);
       if (uid !== undefined) this.workers.sync(uid);
     });
+    await this.runtimeState.start();
+    this.startGarbageCollection();
     // Kept referenced: this timer is what keeps a standalone agent alive with no pods.
     this.resyncTimer = setInterval(() => this.workers.syncAll(), Math.max(1000, this.config.syncFrequencyMs || 60_000));
     if (this.config.server) await this.startServers(this.config.server);
@@ -209,11 +267,56 @@ export class Agent implements ServerHost {
     // Housekeeping (kubelet's HandlePodCleanups): once every source has said what exists, sandboxes
     // of pods no source knows (left by an earlier agent) are removed.
     void (this.api?.sourceReady ?? Promise.resolve()).then(() => {
+      this.sourcesReady = true;
       if (this.stopped) return;
       void this.housekeeping();
       this.housekeepingTimer = setInterval(() => void this.housekeeping(), 10_000);
       this.housekeepingTimer.unref();
     });
+  }
+
+  /** The runtime's conditions (RuntimeReady, NetworkReady); a runtime without them is ready when it answers its version. */
+  private async runtimeStatus(): Promise<RuntimeConditionLike[]> {
+    const r = this.runtime as Runtime & { runtimeConditions?: () => Promise<RuntimeConditionLike[]> };
+    if (r.runtimeConditions) return r.runtimeConditions();
+    await this.runtime.version();
+    return [
+      { type: 'RuntimeReady', status: true },
+      { type: 'NetworkReady', status: true },
+    ];
+  }
+
+  /** kubelet's StartGarbageCollection: dead containers every minute, images every 5 minutes, the first passes at once. */
+  private startGarbageCollection(): void {
+    const every = (ms: number, pass: () => Promise<void>): void => {
+      void pass();
+      const t = setInterval(() => void pass(), ms);
+      t.unref();
+      this.gcTimers.push(t);
+    };
+    every(this.config.gc?.containerPeriodMs ?? 60_000, async () => {
+      if (this.stopped) return;
+      const r = await this.containerGC.collect().catch((err: unknown) => {
+        this.log('error', `container garbage collection failed: ${err instanceof Error ? err.message : String(err)}`);
+        return undefined;
+      });
+      if (r && r.containers.length + r.sandboxes.length > 0) {
+        this.log('info', `container garbage collection removed ${r.containers.length} containers and ${r.sandboxes.length} sandboxes`);
+      }
+    });
+    const imageGC = this.imageGC;
+    if (imageGC) {
+      every(this.config.gc?.imagePeriodMs ?? 300_000, async () => {
+        if (this.stopped) return;
+        try {
+          await imageGC.detect();
+          const r = await imageGC.collect();
+          if (r.removed.length > 0) this.log('info', `image garbage collection removed ${r.removed.length} images (${r.freedBytes} bytes)`);
+        } catch (err) {
+          this.log('error', `image garbage collection failed: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      });
+    }
   }
 
   /** Removes the runtime's sandboxes of pods that no source holds (orphans of an earlier agent). */
@@ -348,6 +451,8 @@ export class Agent implements ServerHost {
     clearInterval(this.resyncTimer);
     clearInterval(this.evictionTimer);
     clearInterval(this.housekeepingTimer);
+    for (const t of this.gcTimers) clearInterval(t);
+    this.runtimeState.stop();
     this.logManager?.stop();
     this.syncer.prober.stopAll();
     const detach = this.runtime.detach && this.config.stopPodsOnExit !== true;

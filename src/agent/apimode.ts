@@ -38,6 +38,8 @@ export interface ApiModeDeps {
   log: (level: 'info' | 'error', message: string) => void;
   /** The node's conditions now (eviction pressure); default: ready, no pressure. */
   conditions?: () => ConditionInput;
+  /** The node status images list; none when unset. */
+  images?: () => Promise<Json[]>;
   /** A ConfigMap or Secret a pod uses changed. */
   onObjectChange?: (ref: ObjectRef, users: string[]) => void;
 }
@@ -101,6 +103,7 @@ export class ApiMode {
       ...(this.c.statusReportFrequencyMs !== undefined ? { statusReportFrequencyMs: this.c.statusReportFrequencyMs } : {}),
       leaseDurationSeconds: this.c.leaseDurationSeconds,
       conditions: this.d.conditions ?? (() => ({ ready: true })),
+      ...(this.d.images ? { images: this.d.images } : {}),
       events: this.events,
       log: this.d.log,
     });

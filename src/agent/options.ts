@@ -383,14 +383,14 @@ export const AGENT_FLAGS = [
       'int32',
       '85',
       'Disk usage percent above which image collection always runs; range [0,100]; 100 disables.',
-      { configField: 'imageGCHighThresholdPercent', validate: inRange(0, 100) },
+      { status: S, configField: 'imageGCHighThresholdPercent', validate: inRange(0, 100) },
     ),
     flag(
       'image-gc-low-threshold',
       'int32',
       '80',
       'Disk usage percent below which it never runs; range [0,100]; not above the high threshold.',
-      { configField: 'imageGCLowThresholdPercent', validate: inRange(0, 100) },
+      { status: S, configField: 'imageGCLowThresholdPercent', validate: inRange(0, 100) },
     ),
     flag(
       'image-pull-progress-deadline',
@@ -493,8 +493,8 @@ export const AGENT_FLAGS = [
       'default',
       'Namespace from which control-plane services are injected into pods (deprecated).',
     ),
-    flag('maximum-dead-containers', 'int32', '-1', 'Old container instances kept globally; negative disables (deprecated).'),
-    flag('maximum-dead-containers-per-container', 'int32', '1', 'Old instances kept per container (deprecated).'),
+    flag('maximum-dead-containers', 'int32', '-1', 'Old container instances kept globally; negative disables (deprecated).', { status: S }),
+    flag('maximum-dead-containers-per-container', 'int32', '1', 'Old instances kept per container (deprecated).', { status: S }),
     flag('memory-manager-policy', 'enum', 'None', 'None or Static.', {
       values: ['None', 'Static'],
       configField: 'memoryManagerPolicy',
@@ -504,9 +504,12 @@ export const AGENT_FLAGS = [
       'duration',
       undefined,
       'Minimum age of a finished container before collection (deprecated).',
+      { status: S, validate: nonNegative },
     ),
     flag('minimum-image-ttl-duration', 'duration', '2m0s', 'Minimum age of an unused image before collection.', {
+      status: S,
       configField: 'imageMinimumGCAge',
+      validate: nonNegative,
     }),
     flag(
       'network-plugin',
@@ -537,7 +540,9 @@ export const AGENT_FLAGS = [
       { status: S, configField: 'nodeLeaseDurationSeconds', validate: positive },
     ),
     flag('node-status-max-images', 'int32', '50', 'Images reported in node status; -1 no cap.', {
+      status: S,
       configField: 'nodeStatusMaxImages',
+      validate: (v) => (v >= -1 ? undefined : 'must be -1 or greater'),
     }),
     flag(
       'node-status-update-frequency',

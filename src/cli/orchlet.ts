@@ -28,6 +28,11 @@ function checkImplemented(o: AgentOptions): void {
       if (o.explicitFlags.has(name)) throw new Error(`--${name}: only with --container-runtime=remote`);
     }
   }
+  if (o.imageGcLowThreshold >= o.imageGcHighThreshold) {
+    throw new Error(
+      `invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) ${o.imageGcLowThreshold} must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) ${o.imageGcHighThreshold}`,
+    );
+  }
   if (o.authorizationMode === 'Webhook') throw new Error('--authorization-mode: Webhook is not implemented yet (AlwaysAllow is)');
 }
 
@@ -108,6 +113,19 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     },
     containerLogs: { maxSizeBytes: Number(parseQuantity(options.containerLogMaxSize).value()), maxFiles: options.containerLogMaxFiles },
     featureGates: options.featureGates,
+    gc: {
+      containers: {
+        minAgeMs: options.minimumContainerTtlDuration ?? 0,
+        maxPerPodContainer: options.maximumDeadContainersPerContainer,
+        maxContainers: options.maximumDeadContainers,
+      },
+      images: {
+        highThresholdPercent: options.imageGcHighThreshold,
+        lowThresholdPercent: options.imageGcLowThreshold,
+        minAgeMs: options.minimumImageTtlDuration,
+      },
+    },
+    nodeStatusMaxImages: options.nodeStatusMaxImages,
   };
   if (options.runonce) config.stopPodsOnExit = !runtime.detach;
   if (runtime.runsImages) {

@@ -202,6 +202,9 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
     const a = await run(['--container-runtime-endpoint=unix:///nonexistent.sock']);
     assert.equal(a.code, 1);
     assert.match(a.stderr, /--container-runtime-endpoint: only with --container-runtime=remote/);
+    const gc = await run(['--image-gc-high-threshold=80', '--image-gc-low-threshold=80']);
+    assert.equal(gc.code, 1);
+    assert.match(gc.stderr, /invalid configuration: imageGCLowThresholdPercent \(--image-gc-low-threshold\) 80 must be less than imageGCHighThresholdPercent \(--image-gc-high-threshold\) 80/);
     const dir = await mkdtemp(join(tmpdir(), 'orchlet-cri-'));
     try {
       const b = await run(['--container-runtime=remote', `--container-runtime-endpoint=unix://${join(dir, 'none.sock')}`, '--runtime-request-timeout=2s', `--root-dir=${dir}`]);

@@ -99,6 +99,9 @@ const SUPPORTED = [
   'pods-per-core', 'eviction-hard', 'eviction-soft', 'eviction-soft-grace-period', 'eviction-pressure-transition-period',
   'eviction-minimum-reclaim', 'eviction-max-pod-grace-period', 'container-log-max-size', 'container-log-max-files',
   'fail-swap-on', 'lock-file', 'exit-on-lock-contention', 'runonce',
+  // garbage collection and node status images
+  'maximum-dead-containers', 'maximum-dead-containers-per-container', 'minimum-container-ttl-duration',
+  'image-gc-high-threshold', 'image-gc-low-threshold', 'minimum-image-ttl-duration', 'node-status-max-images',
 ];
 
 /** Options beyond document 3: upstream KubeletConfiguration fields exposed as flags. */
@@ -417,11 +420,36 @@ void describe('agent options: --config (KubeletConfiguration)', () => {
   });
 });
 
+void describe('agent options: garbage collection and node status images', () => {
+  void it("parses kubelet's GC policies and node status image cap, with their defaults and checks", () => {
+    const d = parseAgentOptions([]);
+    assert.deepEqual(
+      [d.maximumDeadContainers, d.maximumDeadContainersPerContainer, d.minimumContainerTtlDuration ?? 0, d.imageGcHighThreshold, d.imageGcLowThreshold, d.minimumImageTtlDuration, d.nodeStatusMaxImages],
+      [-1, 1, 0, 85, 80, 120_000, 50],
+    );
+    const o = parseAgentOptions([
+      '--maximum-dead-containers=10',
+      '--maximum-dead-containers-per-container=2',
+      '--minimum-container-ttl-duration=30s',
+      '--image-gc-high-threshold=90',
+      '--image-gc-low-threshold=70',
+      '--minimum-image-ttl-duration=5m',
+      '--node-status-max-images=-1',
+    ]);
+    assert.deepEqual(
+      [o.maximumDeadContainers, o.maximumDeadContainersPerContainer, o.minimumContainerTtlDuration, o.imageGcHighThreshold, o.imageGcLowThreshold, o.minimumImageTtlDuration, o.nodeStatusMaxImages],
+      [10, 2, 30_000, 90, 70, 300_000, -1],
+    );
+    refused(['--image-gc-high-threshold=101'], /--image-gc-high-threshold/);
+    refused(['--node-status-max-images=-2'], /--node-status-max-images.*must be -1 or greater/);
+  });
+});
+
 void describe('agent options: not implemented yet', () => {
   void it('refuses later options when given, under the spelling used', () => {
     refused(['--kube-reserved-cgroup=/k'], '--kube-reserved-cgroup: not implemented yet');
     refused(['--orch-reserved-cgroup=/k'], '--orch-reserved-cgroup: not implemented yet');
-    refused(['--image-gc-high-threshold=90'], '--image-gc-high-threshold: not implemented yet');
+    refused(['--cgroup-driver=systemd'], '--cgroup-driver: not implemented yet');
     refused(['--tls-min-version=VersionTLS12'], '--tls-min-version: not implemented yet');
   });
 

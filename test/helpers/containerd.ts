@@ -33,6 +33,8 @@ import { findBinary } from './binaries.js';
 
 export const BUSYBOX_IMAGE = 'orch.local/busybox:1.35';
 export const PAUSE_IMAGE = 'orch.local/pause:3.6';
+/** A third image, used by nothing (image garbage collection tests): the busybox layer with its own config. */
+export const SPARE_IMAGE = 'orch.local/spare:1';
 /** A reference no registry answers for, without leaving the machine (nothing listens on port 1). */
 export const UNREACHABLE_IMAGE = '127.0.0.1:1/none:1';
 
@@ -43,16 +45,21 @@ export interface ContainerdHarness {
   socket: string;
   /** The CRI endpoint, unix://<socket>. */
   endpoint: string;
-  pid: number;
+  /** containerd's PID (a new one after restart()). */
+  readonly pid: number;
   /** The CNI bridge, its subnet and gateway (the bridge's own address). */
   bridge: string;
   subnet: string;
   gateway: string;
   /** A cgroup (cgroupfs path) for the pods of this instance; removed with it. */
   cgroupRoot: string;
-  images: { busybox: string; pause: string };
+  images: { busybox: string; pause: string; spare: string };
   /** containerd's output so far (for failure messages). */
   log(): string;
+  /** Kills containerd (SIGKILL; its shims and containers go on running), as a crash would. */
+  kill(): Promise<void>;
+  /** Starts containerd again on the same socket and state after kill(); resolves once the CRI answers. */
+  restart(): Promise<void>;
   /** Tears everything down (idempotent). */
   stop(): Promise<void>;
 }
@@ -68,7 +75,7 @@ export function cniBinDir(): string | null {
   }
   candidates.push('/usr/lib/cni', '/opt/cni/bin');
   for (const dir of candidates) {
-    if (['bridge', 'host-local', 'loopback'].every((p) => existsSync(join(dir, p)))) return dir;
+    if (['bridge', 'host-local', 'loopback', 'portmap'].every((p) => existsSync(join(dir, p)))) return dir;
   }
   return null;
 }
@@ -76,7 +83,8 @@ export function cniBinDir(): string | null {
 /** The programs (and CNI plugins) this harness needs that are missing; empty when all are there. */
 export function missingPrograms(): string[] {
   const missing: string[] = PROGRAMS.filter((p) => findBinary(p) === null);
-  if (cniBinDir() === null) missing.push('CNI plugins bridge, host-local and loopback (containernetworking-plugins)');
+  if (cniBinDir() === null) missing.push('CNI plugins bridge, host-local, loopback and portmap (containernetworking-plugins)');
+  if (findBinary('iptables') === null) missing.push('iptables (the portmap CNI plugin)');
   if (process.getuid?.() !== 0) missing.push('root');
   return missing;
 }
@@ -158,6 +166,7 @@ async function buildImages(dir: string): Promise<string> {
   const images = [
     { name: BUSYBOX_IMAGE, config: { Env: env, Cmd: ['sh'], WorkingDir: '/' } },
     { name: PAUSE_IMAGE, config: { Env: env, Entrypoint: ['/bin/sh', '-c', PAUSE_SCRIPT], WorkingDir: '/' } },
+    { name: SPARE_IMAGE, config: { Env: env, Cmd: ['sh'], WorkingDir: '/', Labels: { 'orch.test/spare': 'true' } } },
   ];
   const manifests: object[] = [];
   for (const img of images) {
@@ -486,6 +495,8 @@ export async function startContainerd(options: StartOptions = {}): Promise<Conta
               hairpinMode: true,
               ipam: { type: 'host-local', ranges: [[{ subnet, gateway }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: join(dir, 'cni-ipam') },
             },
+            // hostPort: DNAT from the host's addresses (and, with snat, from 127.0.0.1) to the pod
+            { type: 'portmap', capabilities: { portMappings: true }, snat: true },
             { type: 'loopback' },
           ],
         },
@@ -498,44 +509,61 @@ export async function startContainerd(options: StartOptions = {}): Promise<Conta
     const archive = await buildImages(dir);
 
     installExitHook();
-    child = spawn(findBinary('containerd')!, ['--config', configPath, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    live.add(child);
-    const onData = (c: Buffer): void => {
-      const text = c.toString();
-      output = (output + text).slice(-64 * 1024);
-      if (options.onLog) for (const l of text.split('\n')) if (l !== '') options.onLog(l);
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    const exited = new Promise<never>((_, reject) => child!.once('exit', (code, sig) => reject(new Error(`containerd exited (${code ?? sig}):\n${output}`))));
-    exited.catch(() => undefined);
-
-    // Wait until the socket answers the CRI.
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (existsSync(socket)) {
-        const client = await Promise.race([CriClient.connect({ runtimeEndpoint: `unix://${socket}`, requestTimeoutMs: 5_000 }).catch(() => undefined), exited]);
-        if (client) {
-          client.close();
-          break;
+    const launch = async (): Promise<void> => {
+      const proc = spawn(findBinary('containerd')!, ['--config', configPath, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      child = proc;
+      live.add(proc);
+      const onData = (c: Buffer): void => {
+        const text = c.toString();
+        output = (output + text).slice(-64 * 1024);
+        if (options.onLog) for (const l of text.split('\n')) if (l !== '') options.onLog(l);
+      };
+      proc.stdout.on('data', onData);
+      proc.stderr.on('data', onData);
+      const exited = new Promise<never>((_, reject) => proc.once('exit', (code, sig) => reject(new Error(`containerd exited (${code ?? sig}):\n${output}`))));
+      exited.catch(() => undefined);
+      // Wait until the socket answers the CRI.
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        if (existsSync(socket)) {
+          const client = await Promise.race([CriClient.connect({ runtimeEndpoint: `unix://${socket}`, requestTimeoutMs: 5_000 }).catch(() => undefined), exited]);
+          if (client) {
+            client.close();
+            break;
+          }
         }
+        if (Date.now() > deadline) throw new Error(`containerd did not answer within 30 s:\n${output}`);
+        await Promise.race([new Promise((r) => setTimeout(r, 50)), exited]);
       }
-      if (Date.now() > deadline) throw new Error(`containerd did not answer within 30 s:\n${output}`);
-      await Promise.race([new Promise((r) => setTimeout(r, 50)), exited]);
-    }
+    };
+    await launch();
     run(findBinary('ctr')!, ['--address', socket, '-n', 'k8s.io', 'images', 'import', archive]);
     await rm(archive, { force: true });
     return {
       dir,
       socket,
       endpoint: `unix://${socket}`,
-      pid: child.pid!,
+      get pid() {
+        return child?.pid ?? 0;
+      },
       bridge,
       subnet,
       gateway,
       cgroupRoot,
-      images: { busybox: BUSYBOX_IMAGE, pause: PAUSE_IMAGE },
+      images: { busybox: BUSYBOX_IMAGE, pause: PAUSE_IMAGE, spare: SPARE_IMAGE },
       log: () => output,
+      async kill() {
+        const proc = child;
+        if (proc?.pid === undefined || !alive(proc.pid)) return;
+        process.kill(proc.pid, 'SIGKILL');
+        await waitGone(proc.pid, 5_000);
+        live.delete(proc);
+      },
+      async restart() {
+        if (stopped) throw new Error('the harness is stopped');
+        if (child?.pid !== undefined && alive(child.pid)) throw new Error('containerd still runs: kill() it first');
+        await launch();
+      },
       stop,
     };
   } catch (err) {

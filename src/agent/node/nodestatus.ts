@@ -192,8 +192,14 @@ export function nodeConditions(input: ConditionInput, old: Json[] | undefined, n
     pressure('PIDPressure', input.pidPressure),
     input.ready
       ? make('Ready', true, 'KubeletReady', 'kubelet is posting ready status')
-      : make('Ready', false, 'KubeletNotReady', (input.notReadyReasons ?? []).join(', ')),
+      : make('Ready', false, 'KubeletNotReady', aggregateMessage(input.notReadyReasons ?? [])),
   ];
+}
+
+/** An aggregate of error messages as Kubernetes prints one: a single message alone, several distinct ones as [a, b]. */
+export function aggregateMessage(messages: string[]): string {
+  const distinct = [...new Set(messages)];
+  return distinct.length === 1 ? distinct[0]! : distinct.length === 0 ? '' : `[${distinct.join(', ')}]`;
 }
 
 /** The addresses kubelet reports: InternalIP(s) then Hostname. */
@@ -201,9 +207,10 @@ export function nodeAddresses(nodeIPs: string[], hostname: string): Json[] {
   return [...nodeIPs.map((address) => ({ type: 'InternalIP', address })), { type: 'Hostname', address: hostname }];
 }
 
-/** The whole status (conditions from nodeConditions). */
-export function nodeStatus(s: NodeSettings, host: HostFacts, conditions: Json[]): Json {
+/** The whole status (conditions from nodeConditions; images, when given, as node status lists them). */
+export function nodeStatus(s: NodeSettings, host: HostFacts, conditions: Json[], images?: Json[]): Json {
   return {
+    ...(images !== undefined ? { images } : {}),
     capacity: capacityOf(s, host),
     allocatable: allocatableOf(s, host),
     conditions,

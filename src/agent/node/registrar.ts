@@ -33,6 +33,8 @@ export interface NodeManagerOptions {
   statusReportFrequencyMs?: number;
   leaseDurationSeconds: number;
   conditions: () => ConditionInput;
+  /** The node status images list (runtimes with an image service); none when unset. */
+  images?: () => Promise<Json[]>;
   events: EventSink;
   log: (level: 'info' | 'error', message: string) => void;
   now?: () => Date;
@@ -128,7 +130,8 @@ export class NodeManager {
   private async statusFor(node: Json | undefined): Promise<Json> {
     const host = { ...this.o.host, rootFsBytes: (await fsSize(this.o.rootDir)).capacity || this.o.host.rootFsBytes };
     const old = ((node?.status as Json | undefined)?.conditions as Json[] | undefined) ?? undefined;
-    return nodeStatus(this.o.settings, host, nodeConditions(this.o.conditions(), old, this.now()));
+    const images = this.o.images ? await this.o.images().catch(() => undefined) : undefined;
+    return nodeStatus(this.o.settings, host, nodeConditions(this.o.conditions(), old, this.now()), images);
   }
 
   private register(): Promise<void> {
