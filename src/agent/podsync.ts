@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { containerEnv, expandVars, podObjectRefs, type EnvContext } from './env.js';
 import { NO_OBJECTS, type ObjectSource } from './objects.js';
 import { ProbeManager } from './prober.js';
-import { containerMounts, processMountView, setUpVolumes } from './volumes.js';
+import { containerMounts, processMountView, setUpVolumes, tearDownVolumes, unmountOrphans, type TmpfsState } from './volumes.js';
 import { Backoff, backoffMessage, KUBELET_BACKOFF, type BackoffOptions } from './backoff.js';
 import { NO_EVENTS, type EventSink, type EventType } from './events.js';
 import { ImagePuller } from './images.js';
@@ -74,6 +74,10 @@ export interface PodSyncerOptions {
   resync?: (uid: string) => void;
   /** ProbeTerminationGracePeriod: a probe's terminationGracePeriodSeconds applies when it kills. */
   probeTerminationGracePeriod?: boolean;
+  /** Memory-backed volumes (secret, downwardAPI, projected, emptyDir medium Memory) on tmpfs; default true. */
+  tmpfs?: boolean;
+  /** Where the agent's own log lines go. */
+  log?: (level: 'info' | 'error', message: string) => void;
 }
 
 /** Why a pod must not run (any more): admission refused it, or it was evicted. */
@@ -111,6 +115,12 @@ export class PodSyncer implements PodLifecycle {
   private readonly objects: ObjectSource;
   private readonly verdicts = new Map<string, Verdict>();
   readonly prober: ProbeManager;
+  /** Whether tmpfs mounts work here (learnt once); undefined when tmpfs is off. */
+  private readonly tmpfs: TmpfsState | undefined;
+  /** Pods already told that their memory-backed volumes are on disk. */
+  private readonly tmpfsWarned = new Set<string>();
+  /** Unmounting what an earlier agent left under --root-dir; pods wait for it before their first pass. */
+  private readonly orphanSweep: Promise<void>;
 
   constructor(private readonly o: PodSyncerOptions) {
     this.backoff = new Backoff(o.backoff ?? KUBELET_BACKOFF);
@@ -119,6 +129,17 @@ export class PodSyncer implements PodLifecycle {
     this.objects = o.objects ?? NO_OBJECTS;
     if (o.runtime.images) this.puller = new ImagePuller({ images: o.runtime.images, ...(o.imagePulls ?? {}) });
     this.prober = new ProbeManager({ runtime: o.runtime, events: this.events, onChange: (uid) => o.resync?.(uid) });
+    this.tmpfs = o.tmpfs === false ? undefined : {};
+    // A runtime whose containers outlive the agent keeps them (adoption needs their mounts); on the
+    // others every pod starts again, so tmpfs mounts left by an earlier agent are stale.
+    this.orphanSweep = o.runtime.detach
+      ? Promise.resolve()
+      : unmountOrphans(o.rootDir, new Set()).then(
+          (gone) => {
+            if (gone.length > 0) o.log?.('info', `unmounted ${gone.length} tmpfs volume(s) an earlier agent left under ${join(o.rootDir, 'pods')}`);
+          },
+          () => undefined,
+        );
   }
 
   /** Gives a pod a verdict (admission refusal or eviction); its next pass stops it and reports it. */
@@ -165,6 +186,7 @@ export class PodSyncer implements PodLifecycle {
     const verdict = this.verdicts.get(pod.metadata.uid);
     if (verdict) return this.syncVerdict(pod, verdict);
     const st = this.stateOf(pod);
+    await this.orphanSweep;
     st.waiting.clear();
     if (st.sandboxId === undefined) await this.adopt(pod, st);
     const sandboxId = await this.ensureSandbox(pod, st);
@@ -245,7 +267,16 @@ export class PodSyncer implements PodLifecycle {
   private async volumes(pod: Pod, st: PodState): Promise<boolean> {
     if (!Array.isArray(pod.spec.volumes) || pod.spec.volumes.length === 0) return true;
     try {
-      await setUpVolumes(this.envContext(pod, st), this.podDir(pod.metadata.uid));
+      const uid = pod.metadata.uid;
+      await setUpVolumes(this.envContext(pod, st), this.podDir(uid), {
+        ...(this.tmpfs ? { tmpfs: this.tmpfs } : {}),
+        onTmpfsFallback: (_volume, message) => {
+          if (this.tmpfsWarned.has(uid)) return;
+          this.tmpfsWarned.add(uid);
+          this.podEvent(pod, 'Warning', 'TmpfsUnavailable', message);
+          this.o.log?.('error', `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${message}`);
+        },
+      });
       return true;
     } catch (err) {
       this.podEvent(pod, 'Warning', 'FailedMount', errorText(err));
@@ -318,6 +349,8 @@ export class PodSyncer implements PodLifecycle {
     this.backoff.forget((k) => k.startsWith(`${uid}/`));
     this.puller?.forgetPod(uid);
     this.o.statusManager.removePod(uid);
+    this.tmpfsWarned.delete(uid);
+    await tearDownVolumes(this.podDir(uid)).catch((err: unknown) => this.o.log?.('error', `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${errorText(err)}`));
     await rm(this.podDir(uid), { recursive: true, force: true });
   }
 

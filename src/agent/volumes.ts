@@ -9,11 +9,28 @@
 // Secrets (a write happens only when the data changed). Errors carry kubelet's wording and stop the
 // pod's containers from starting (FailedMount).
 //
+// Memory-backed volumes, as kubelet wraps them: secret, downwardAPI and projected volumes, and
+// emptyDir with medium: Memory, are tmpfs mounts (`mount -t tmpfs -o size=<bytes>`; size: the
+// emptyDir's sizeLimit, the pod's memory limit or the node's allocatable memory, the smallest set).
+// Where mounting fails (an agent without CAP_SYS_ADMIN), they stay plain directories on disk and
+// the pod gets one Warning event TmpfsUnavailable saying so. tearDownVolumes unmounts them when the
+// pod is cleaned up; unmountOrphans removes mounts of pods no longer there (agent start).
+//
+// fsGroup (pod securityContext): the volumes kubelet manages ownership of (emptyDir, configMap,
+// secret, downwardAPI, projected; never hostPath) get kubelet's SetVolumeOwnership: every file and
+// directory gets group fsGroup, files g+rw (g+r for the read-only configMap, secret, downwardAPI and
+// projected volumes) and directories also g+x and setgid, so new files inherit the group. An
+// emptyDir gets it once, when it is first set up (kubelet's ready file under
+// <pod>/plugins/<plugin>/<name>/ready); the others each time their contents are written.
+// fsGroupChangePolicy has no effect on these volume types, as in Kubernetes (kubelet passes no
+// policy for them; it applies to persistent volumes, which this agent does not mount).
+//
 // What containers see: runtimes that run images get each volumeMount as a bind mount (configMap,
 // secret, downwardAPI and projected read-only, as kubelet does); the process runtime cannot remap a
 // filesystem, so its containers get ORCH_ROOTFS, a directory where each mountPath is a symlink to
 // the volume (`$ORCH_ROOTFS/etc/config/key`), and the volumes' host paths are made traversable.
-import { chmod, mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { chmod, lchown, lstat, mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
 import { writeAtomic, type FileProjection } from './atomic-writer.js';
 import { fieldValue, objectData, resourceValue, type EnvContext } from './env.js';
@@ -150,27 +167,200 @@ async function hostPath(v: Json): Promise<void> {
   }
 }
 
+/** Whether tmpfs mounts work on this agent: learnt from the first attempt, kept by the caller (one per agent). */
+export interface TmpfsState {
+  /** undefined: not tried yet. */
+  available?: boolean;
+  /** Why mounting failed. */
+  reason?: string;
+}
+
+export interface VolumeSetupOptions {
+  /** Mount memory-backed volumes on tmpfs (default true); the state is shared by the agent's pods. */
+  tmpfs?: TmpfsState;
+  /** A memory-backed volume stays on disk because tmpfs cannot be mounted. */
+  onTmpfsFallback?: (volume: string, message: string) => void;
+}
+
+/** Volume plugins kubelet backs with memory (its wrapped emptyDir has medium Memory). */
+const MEMORY_PLUGINS = new Set(['secret', 'downwardAPI', 'projected']);
+
+function isMemoryBacked(plugin: string, v: Json): boolean {
+  return MEMORY_PLUGINS.has(plugin) || (plugin === 'emptyDir' && v.emptyDir?.medium === 'Memory');
+}
+
+/** Whether `dir` is a mount point (its device differs from its parent's). */
+export async function isMountPoint(dir: string): Promise<boolean> {
+  const [a, b] = await Promise.all([stat(dir).catch(() => undefined), stat(dirname(dir)).catch(() => undefined)]);
+  return a !== undefined && b !== undefined && a.dev !== b.dev;
+}
+
+function run(cmd: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { timeout: 30_000 }, (err, _out, stderr) => {
+      if (err) reject(new Error(String(stderr).trim() || err.message));
+      else resolve();
+    });
+  });
+}
+
+/** kubelet's calculateEmptyDirMemorySize: the node's allocatable memory, lowered to the pod's memory limit and the emptyDir's sizeLimit. */
+export function tmpfsSizeBytes(pod: Pod, v: Json, allocatableMemory: number): number | undefined {
+  let size = allocatableMemory > 0 ? allocatableMemory : undefined;
+  const lower = (n: number): void => {
+    if (Number.isFinite(n) && n > 0 && (size === undefined || n < size)) size = n;
+  };
+  const limitOf = (c: Container): number => {
+    const q = (c.resources as Json | undefined)?.limits?.memory;
+    return q === undefined ? 0 : quantityBytes(String(q));
+  };
+  const sum = pod.spec.containers.reduce((a, c) => a + limitOf(c), 0);
+  const podLimit = Math.max(sum, ...(pod.spec.initContainers ?? []).map(limitOf));
+  lower(podLimit);
+  if (v.emptyDir?.sizeLimit !== undefined) lower(quantityBytes(String(v.emptyDir.sizeLimit)));
+  return size === undefined ? undefined : Math.ceil(size);
+}
+
+const UNITS: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18, m: 1e-3, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
+
+function quantityBytes(q: string): number {
+  const m = /^([+-]?\d+(?:\.\d+)?)(?:[eE]([+-]?\d+))?([a-zA-Z]*)$/.exec(q.trim());
+  const unit = m ? UNITS[m[3]!] : undefined;
+  if (!m || unit === undefined) return NaN;
+  return Number(m[1]) * 10 ** Number(m[2] ?? 0) * unit;
+}
+
+/**
+ * Mounts a tmpfs on `dir` unless one is there; false when tmpfs is unavailable (the caller keeps
+ * the directory on disk). The first failure marks tmpfs unavailable for the whole agent.
+ */
+async function ensureTmpfs(dir: string, sizeBytes: number | undefined, state: TmpfsState): Promise<boolean> {
+  if (state.available === false) return false;
+  if (await isMountPoint(dir)) return true;
+  try {
+    await run('mount', ['-t', 'tmpfs', ...(sizeBytes !== undefined ? ['-o', `size=${sizeBytes}`] : []), 'tmpfs', dir]);
+    state.available = true;
+    return true;
+  } catch (err) {
+    if (state.available === true) throw err; // tmpfs works here: this mount's failure is the volume's
+    state.available = false;
+    state.reason = err instanceof Error ? err.message : String(err);
+    return false;
+  }
+}
+
+/** kubelet's SetVolumeOwnership: group fsGroup on everything under `dir`, g+rw (g+r when read-only), directories g+x and setgid. */
+export async function setVolumeOwnership(dir: string, fsGroup: number, readOnly: boolean): Promise<void> {
+  const change = async (path: string): Promise<void> => {
+    const st = await lstat(path);
+    await lchown(path, -1, fsGroup);
+    if (st.isSymbolicLink()) return; // chmod would change the link's target
+    let mask = readOnly ? 0o440 : 0o660;
+    if (st.isDirectory()) mask |= 0o2000 | 0o110;
+    await chmod(path, (st.mode & 0o7777) | mask);
+    if (st.isDirectory()) for (const e of await readdir(path)) await change(join(path, e));
+  };
+  await change(dir);
+}
+
+function fsGroupOf(pod: Pod): number | undefined {
+  const g = pod.spec.securityContext?.fsGroup;
+  return typeof g === 'number' && Number.isInteger(g) && g >= 0 ? g : undefined;
+}
+
 /**
  * Sets up every volume of the pod (idempotent). Throws VolumeError naming the first volume that
  * failed, as kubelet's FailedMount event words it.
  */
-export async function setUpVolumes(ctx: EnvContext, podDir: string): Promise<void> {
+export async function setUpVolumes(ctx: EnvContext, podDir: string, o: VolumeSetupOptions = {}): Promise<void> {
+  const fsGroup = fsGroupOf(ctx.pod);
+  const tmpfs = o.tmpfs;
   for (const v of (ctx.pod.spec.volumes ?? []) as Json[]) {
     const plugin = pluginOf(v);
     if (plugin === undefined) continue; // volume types this agent does not provide (persistentVolumeClaim, ...)
+    const name = String(v.name);
     try {
       if (plugin === 'hostPath') {
         await hostPath(v);
         continue;
       }
       const dir = volumePath(podDir, v)!;
+      const memory = tmpfs !== undefined && isMemoryBacked(plugin, v);
+      const ready = join(podDir, 'plugins', PLUGIN_DIRS[plugin]!, name, 'ready');
+      if (plugin === 'emptyDir' && (await exists(ready)) && (await exists(dir)) && (!memory || tmpfs.available === false || (await isMountPoint(dir)))) continue;
       await mkdir(dir, { recursive: true });
-      await chmod(dir, 0o777);
-      if (plugin !== 'emptyDir') await writeAtomic(dir, await payloadOf(ctx, plugin, v));
+      let onTmpfs = false;
+      if (memory) {
+        onTmpfs = await ensureTmpfs(dir, tmpfsSizeBytes(ctx.pod, v, ctx.allocatable.memory), tmpfs);
+        if (!onTmpfs) o.onTmpfsFallback?.(name, `volume "${name}" is on disk, not tmpfs: mounting tmpfs failed on this node (${tmpfs.reason ?? 'unknown'})`);
+      }
+      // a fresh tmpfs keeps its own root mode (1777), as kubelet's does
+      if (!onTmpfs) await chmod(dir, 0o777);
+      if (plugin === 'emptyDir') {
+        if (fsGroup !== undefined) await setVolumeOwnership(dir, fsGroup, false);
+        await mkdir(dirname(ready), { recursive: true });
+        await writeFile(ready, '');
+        continue;
+      }
+      const changed = await writeAtomic(dir, await payloadOf(ctx, plugin, v));
+      if (fsGroup !== undefined && (changed || (await stat(dir)).gid !== fsGroup)) await setVolumeOwnership(dir, fsGroup, true);
     } catch (err) {
-      throw new VolumeError(`MountVolume.SetUp failed for volume "${String(v.name)}" : ${err instanceof Error ? err.message : String(err)}`);
+      throw new VolumeError(`MountVolume.SetUp failed for volume "${name}" : ${err instanceof Error ? err.message : String(err)}`);
     }
   }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => undefined)) !== undefined;
+}
+
+/** The mount points under `dir` (from /proc/self/mountinfo), deepest first. */
+export async function mountsUnder(dir: string): Promise<string[]> {
+  const text = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
+  const prefix = dir.endsWith('/') ? dir : `${dir}/`;
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    const mp = line.split(' ')[4];
+    if (mp === undefined) continue;
+    const path = mp.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+    if (path.startsWith(prefix)) out.push(path);
+  }
+  return out.sort((a, b) => b.length - a.length);
+}
+
+async function unmount(path: string): Promise<void> {
+  try {
+    await run('umount', [path]);
+  } catch {
+    await run('umount', ['-l', path]); // busy: detach now, freed when the last user goes
+  }
+}
+
+/** Unmounts the pod's memory-backed volumes (before its directory is removed); errors name the mount. */
+export async function tearDownVolumes(podDir: string): Promise<void> {
+  for (const m of await mountsUnder(podDir)) {
+    await unmount(m).catch((err: unknown) => {
+      throw new Error(`unmounting ${m}: ${err instanceof Error ? err.message : String(err)}`);
+    });
+  }
+}
+
+/**
+ * Unmounts the tmpfs volumes under `<rootDir>/pods/<uid>/` of pods not in `keep` (what an earlier
+ * agent left); returns the mount points it unmounted.
+ */
+export async function unmountOrphans(rootDir: string, keep: ReadonlySet<string>): Promise<string[]> {
+  const podsDir = join(rootDir, 'pods');
+  const done: string[] = [];
+  for (const m of await mountsUnder(podsDir)) {
+    const uid = m.slice(podsDir.length + 1).split('/')[0] ?? '';
+    if (keep.has(uid)) continue;
+    await unmount(m).then(
+      () => done.push(m),
+      () => undefined,
+    );
+  }
+  return done;
 }
 
 const READ_ONLY_PLUGINS = new Set(['configMap', 'secret', 'downwardAPI', 'projected']);

@@ -1,8 +1,10 @@
 // Units of the pod features: the atomic writer, the downward API values, probe defaults, the
-// eviction manager's thresholds (soft grace, minimum reclaim, transition period) and ranking.
+// eviction manager's thresholds (soft grace, minimum reclaim, transition period) and ranking;
+// volume ownership for fsGroup, tmpfs sizes, the fallback to disk and the unmounting of orphans.
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeAtomic } from '../../src/agent/atomic-writer.js';
@@ -11,6 +13,8 @@ import { admitUnderPressure, EvictionManager, parseThresholds, rankForEviction, 
 import { probeSpec } from '../../src/agent/probes.js';
 import type { Pod } from '../../src/agent/types.js';
 import { parseDuration } from '../../src/util/flags.js';
+import { NO_OBJECTS } from '../../src/agent/objects.js';
+import { isMountPoint, mountsUnder, setUpVolumes, setVolumeOwnership, tmpfsSizeBytes, unmountOrphans, type TmpfsState } from '../../src/agent/volumes.js';
 
 const pod = (name: string, extra: Partial<Pod['spec']> = {}, meta: Partial<Pod['metadata']> = {}): Pod => ({
   apiVersion: 'v1',
@@ -140,5 +144,87 @@ void describe('eviction manager', () => {
     assert.equal(admitUnderPressure(tolerating, mem), undefined);
     assert.equal(admitUnderPressure(staticPod, new Set(['DiskPressure'] as const)), undefined);
     assert.equal(admitUnderPressure(burstable, new Set(['MemoryPressure', 'DiskPressure'] as const)), 'The node had condition: [MemoryPressure, DiskPressure]. ');
+  });
+});
+
+void describe('volumes: fsGroup ownership, tmpfs', () => {
+  const dirs: string[] = [];
+  const isRoot = process.getuid?.() === 0;
+  after(async () => {
+    for (const d of dirs) {
+      for (const m of await mountsUnder(d)) execFileSync('umount', ['-l', m]);
+      await rm(d, { recursive: true, force: true });
+    }
+  });
+  const tmp = async (): Promise<string> => {
+    const d = await mkdtemp(join(tmpdir(), 'orchlet-vol-'));
+    dirs.push(d);
+    return d;
+  };
+
+  void it('sets group ownership as SetVolumeOwnership does: g+rw (g+r read-only), directories g+x and setgid, links untouched', async (t) => {
+    if (!isRoot) return t.skip('needs root to change groups');
+    const d = await tmp();
+    await mkdir(join(d, 'sub'), { mode: 0o700 });
+    await writeFile(join(d, 'sub', 'f'), 'x', { mode: 0o600 });
+    await writeFile(join(d, 'target'), 'y', { mode: 0o400 });
+    await symlink('target', join(d, 'link'));
+    await setVolumeOwnership(d, 4321, false);
+    const mode = async (p: string): Promise<[number, number]> => {
+      const st = await lstat(join(d, p));
+      return [st.gid, st.mode & 0o7777];
+    };
+    assert.deepEqual(await mode('sub'), [4321, 0o2770]);
+    assert.deepEqual(await mode('sub/f'), [4321, 0o660]);
+    assert.deepEqual(await mode('target'), [4321, 0o660]);
+    assert.equal((await lstat(join(d, 'link'))).gid, 4321);
+    await writeFile(join(d, 'ro'), 'z', { mode: 0o400 });
+    await setVolumeOwnership(d, 4321, true);
+    assert.deepEqual(await mode('ro'), [4321, 0o440]);
+  });
+
+  void it('sizes a tmpfs as kubelet does: allocatable memory, lowered by the pod memory limit and sizeLimit', () => {
+    const p = pod('m', { containers: [{ name: 'a', image: 'x', resources: { limits: { memory: '64Mi' } } }, { name: 'b', image: 'x', resources: { limits: { memory: '32Mi' } } }] });
+    assert.equal(tmpfsSizeBytes(p, { secret: {} }, 2 ** 30), 96 * 2 ** 20);
+    assert.equal(tmpfsSizeBytes(p, { emptyDir: { medium: 'Memory', sizeLimit: '1M' } }, 2 ** 30), 1e6);
+    assert.equal(tmpfsSizeBytes(pod('n'), { secret: {} }, 2 ** 30), 2 ** 30);
+    assert.equal(tmpfsSizeBytes(pod('n'), { secret: {} }, 0), undefined);
+  });
+
+  void it('keeps memory-backed volumes on disk when tmpfs cannot be mounted, and says so once per volume set-up', async () => {
+    const d = await tmp();
+    const state: TmpfsState = { available: false, reason: 'mount: permission denied' };
+    const p = pod('fallback', { volumes: [{ name: 'mem', emptyDir: { medium: 'Memory' } }, { name: 'api', downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: 'metadata.name' } }] } }] });
+    const said: string[] = [];
+    await setUpVolumes({ pod: p, objects: NO_OBJECTS, allocatable: { cpu: 1, memory: 2 ** 30 } }, d, { tmpfs: state, onTmpfsFallback: (v, m) => said.push(`${v}: ${m}`) });
+    assert.deepEqual(said, [
+      'mem: volume "mem" is on disk, not tmpfs: mounting tmpfs failed on this node (mount: permission denied)',
+      'api: volume "api" is on disk, not tmpfs: mounting tmpfs failed on this node (mount: permission denied)',
+    ]);
+    const mem = join(d, 'volumes', 'kubernetes.io~empty-dir', 'mem');
+    assert.equal(await isMountPoint(mem), false);
+    assert.equal((await stat(mem)).mode & 0o777, 0o777);
+    assert.equal(await readFile(join(d, 'volumes', 'kubernetes.io~downward-api', 'api', 'n'), 'utf8'), 'fallback');
+    // The emptyDir is ready now: a second pass does not report it again.
+    said.length = 0;
+    await setUpVolumes({ pod: p, objects: NO_OBJECTS, allocatable: { cpu: 1, memory: 2 ** 30 } }, d, { tmpfs: state, onTmpfsFallback: (v) => said.push(v) });
+    assert.deepEqual(said, ['api']);
+  });
+
+  void it('mounts tmpfs once, and unmounts the volumes of pods it is not told to keep', async (t) => {
+    if (!isRoot) return t.skip('needs root to mount');
+    const root = await tmp();
+    const state: TmpfsState = {};
+    const mk = (uid: string): Pod => ({ ...pod(uid, { volumes: [{ name: 'mem', emptyDir: { medium: 'Memory', sizeLimit: '2Mi' } }] }), metadata: { name: uid, namespace: 'ns', uid } });
+    for (const uid of ['keep', 'gone']) {
+      const podDir = join(root, 'pods', uid);
+      await setUpVolumes({ pod: mk(uid), objects: NO_OBJECTS, allocatable: { cpu: 1, memory: 2 ** 30 } }, podDir, { tmpfs: state });
+      await setUpVolumes({ pod: mk(uid), objects: NO_OBJECTS, allocatable: { cpu: 1, memory: 2 ** 30 } }, podDir, { tmpfs: state });
+    }
+    assert.equal(state.available, true);
+    const mem = (uid: string): string => join(root, 'pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'mem');
+    assert.deepEqual((await mountsUnder(root)).sort(), [mem('keep'), mem('gone')].sort(), 'one mount per volume, however many passes');
+    assert.deepEqual(await unmountOrphans(root, new Set(['keep'])), [mem('gone')]);
+    assert.deepEqual(await mountsUnder(root), [mem('keep')]);
   });
 });

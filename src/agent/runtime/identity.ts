@@ -4,10 +4,12 @@
 //
 // Policy:
 //   - runAsUser / runAsGroup come from the container's securityContext, else the pod's;
+//   - supplementary groups: the pod's fsGroup, then its supplementalGroups (kubelet's order); the
+//     process has no others (the agent's own groups are dropped);
 //   - no runAsUser: the unprivileged user 65534 (nobody); no runAsGroup: group 65534 (nogroup),
 //     or group 0 for a privileged container running as root;
-//   - user 0 or group 0 (root) only for a privileged container on an agent that allows privileged
-//     pods; a privileged container without runAsUser runs as root;
+//   - user 0 or group 0 (root), also as a supplementary group, only for a privileged container on an
+//     agent that allows privileged pods; a privileged container without runAsUser runs as root;
 //   - a privileged container on an agent that does not allow privileged pods is refused.
 import type { SecurityContext } from '../types.js';
 import type { LinuxContainerSecurityContext } from './runtime.js';
@@ -18,6 +20,8 @@ export const NOBODY_GID = 65534;
 export interface ProcessIdentity {
   uid: number;
   gid: number;
+  /** Supplementary groups (fsGroup and supplementalGroups); none when empty or unset. */
+  groups?: number[];
 }
 
 export type IdentityResult = { ok: true; identity: ProcessIdentity } | { ok: false; message: string };
@@ -33,6 +37,19 @@ export function effectiveSecurityContext(
   if (runAsUser !== undefined) out.runAsUser = runAsUser;
   if (runAsGroup !== undefined) out.runAsGroup = runAsGroup;
   if (containerSC?.privileged === true) out.privileged = true;
+  const groups = supplementaryGroups(podSC);
+  if (groups.length > 0) out.supplementalGroups = groups;
+  return out;
+}
+
+/** The pod's supplementary groups as kubelet passes them to the runtime: fsGroup first, then supplementalGroups, without repeats. */
+export function supplementaryGroups(podSC: SecurityContext | undefined): number[] {
+  const out: number[] = [];
+  const add = (g: unknown): void => {
+    if (typeof g === 'number' && Number.isInteger(g) && g >= 0 && !out.includes(g)) out.push(g);
+  };
+  add(podSC?.fsGroup);
+  if (Array.isArray(podSC?.supplementalGroups)) for (const g of podSC.supplementalGroups) add(g);
   return out;
 }
 
@@ -42,9 +59,11 @@ export function resolveIdentity(sc: LinuxContainerSecurityContext | undefined, a
   if (privileged && !allowPrivileged) {
     return { ok: false, message: 'privileged containers are not allowed on this node (the agent does not allow privileged pods)' };
   }
+  const groups = sc?.supplementalGroups ?? [];
+  const withGroups = (identity: ProcessIdentity): IdentityResult => ({ ok: true, identity: groups.length > 0 ? { ...identity, groups: [...groups] } : identity });
   if (privileged) {
     const uid = sc?.runAsUser ?? 0;
-    return { ok: true, identity: { uid, gid: sc?.runAsGroup ?? (uid === 0 ? 0 : NOBODY_GID) } };
+    return withGroups({ uid, gid: sc?.runAsGroup ?? (uid === 0 ? 0 : NOBODY_GID) });
   }
   if (sc?.runAsUser === 0) {
     return {
@@ -58,5 +77,11 @@ export function resolveIdentity(sc: LinuxContainerSecurityContext | undefined, a
       message: 'runAsGroup 0 (root) is refused: running as group root requires privileged: true and an agent that allows privileged pods',
     };
   }
-  return { ok: true, identity: { uid: sc?.runAsUser ?? NOBODY_UID, gid: sc?.runAsGroup ?? NOBODY_GID } };
+  if (groups.includes(0)) {
+    return {
+      ok: false,
+      message: 'group 0 (root) as fsGroup or supplemental group is refused: it requires privileged: true and an agent that allows privileged pods',
+    };
+  }
+  return withGroups({ uid: sc?.runAsUser ?? NOBODY_UID, gid: sc?.runAsGroup ?? NOBODY_GID });
 }

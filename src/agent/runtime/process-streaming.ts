@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { PassThrough, type Duplex, type Readable } from 'node:stream';
-import { DEFAULT_PATH, signalGroup } from './launcher.js';
+import { DEFAULT_PATH, signalGroup, spawnPlan, type SpawnPlan } from './launcher.js';
 import { RuntimeError, type AttachSession, type ExecSession, type StreamOptions } from './runtime.js';
 
 export interface SessionProcessSpec {
@@ -21,6 +21,8 @@ export interface SessionProcessSpec {
   cwd: string;
   uid: number;
   gid: number;
+  /** Supplementary groups (the container's fsGroup and supplementalGroups). */
+  groups?: number[];
 }
 
 const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number => code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
@@ -30,11 +32,19 @@ export function startExecSession(spec: SessionProcessSpec, o: StreamOptions): Pr
   const [file, ...rest] = spec.argv;
   if (file === undefined || file === '') return Promise.reject(new RuntimeError('StartFailed', 'no command given'));
   return new Promise((resolve, reject) => {
-    const child = spawn(file, rest, {
+    const env = { PATH: DEFAULT_PATH, ...spec.env };
+    let plan: SpawnPlan;
+    try {
+      plan = spawnPlan([file, ...rest], { uid: spec.uid, gid: spec.gid, groups: spec.groups ?? [] }, env, spec.cwd);
+    } catch (e) {
+      reject(new RuntimeError('StartFailed', `exec failed: ${e instanceof Error ? e.message : String(e)}`));
+      return;
+    }
+    const child = spawn(plan.file, plan.args, {
       cwd: spec.cwd,
-      env: { PATH: DEFAULT_PATH, ...spec.env },
-      uid: spec.uid,
-      gid: spec.gid,
+      env,
+      ...(plan.uid !== undefined ? { uid: plan.uid } : {}),
+      ...(plan.gid !== undefined ? { gid: plan.gid } : {}),
       detached: true,
       stdio: [o.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });

@@ -12,7 +12,7 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { CriLogWriter } from './crilog.js';
-import { resolveIdentity } from './identity.js';
+import { resolveIdentity, type ProcessIdentity } from './identity.js';
 import { launch, signalGroup, type ContainerProcess } from './launcher.js';
 import { attachToOutputs, dialHostPort, startExecSession } from './process-streaming.js';
 import type { Duplex } from 'node:stream';
@@ -52,8 +52,7 @@ interface ContainerRecord {
   log?: CriLogWriter;
   config: ContainerConfig;
   sandboxConfig: PodSandboxConfig;
-  uid: number;
-  gid: number;
+  identity: ProcessIdentity;
   child?: ContainerProcess;
   /** Resolves when the process has exited and its log is closed. */
   exited?: Promise<void>;
@@ -133,8 +132,7 @@ export class ProcessRuntime implements Runtime {
     this.containers.set(id, {
       config: structuredClone(config),
       sandboxConfig: structuredClone(sandboxConfig),
-      uid: who.identity.uid,
-      gid: who.identity.gid,
+      identity: who.identity,
       status: {
         id,
         podSandboxId,
@@ -162,7 +160,7 @@ export class ProcessRuntime implements Runtime {
         argv: [...config.command, ...config.args],
         env: this.envOf(rec),
         cwd: config.workingDir ?? '/',
-        identity: { uid: rec.uid, gid: rec.gid },
+        identity: rec.identity,
       });
     } catch (err) {
       await log.close();
@@ -290,7 +288,7 @@ export class ProcessRuntime implements Runtime {
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult> {
     const rec = this.containerRecord(id);
     if (rec.status.state !== 'CONTAINER_RUNNING') throw new RuntimeError('InvalidState', `container ${id} is not running`);
-    const child = await launch({ argv: cmd, env: this.envOf(rec), cwd: rec.config.workingDir ?? '/', identity: { uid: rec.uid, gid: rec.gid } });
+    const child = await launch({ argv: cmd, env: this.envOf(rec), cwd: rec.config.workingDir ?? '/', identity: rec.identity });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));
@@ -330,7 +328,7 @@ export class ProcessRuntime implements Runtime {
     const rec = this.runningRecord(id);
     const env: Record<string, string> = { HOSTNAME: rec.sandboxConfig.hostname ?? rec.sandboxConfig.metadata.name };
     for (const kv of rec.config.envs) env[kv.key] = kv.value;
-    return startExecSession({ argv: cmd, env, cwd: rec.config.workingDir ?? '/', uid: rec.uid, gid: rec.gid }, options);
+    return startExecSession({ argv: cmd, env, cwd: rec.config.workingDir ?? '/', uid: rec.identity.uid, gid: rec.identity.gid, groups: rec.identity.groups ?? [] }, options);
   }
 
   async attachStream(id: string, options: StreamOptions): Promise<AttachSession> {
