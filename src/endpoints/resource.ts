@@ -244,7 +244,11 @@ async function serverSideApply(
         apiVersionOf(decl),
         subresource,
         now,
-        { kind: decl.kind, ignored: store.ignoredFields(subresource) },
+        {
+          kind: decl.kind,
+          ignored: store.ignoredFields(subresource),
+          ...(store.fieldManager ? { emptyObject: store.fieldManager.zero, converter: store.fieldManager.converter } : {}),
+        },
       );
       const obj = result.object as KObject;
       if (!obj.metadata?.name) (obj.metadata ??= {}).name = name;

@@ -8,6 +8,7 @@ import type { Definitions } from './schema.js';
 import { ResourceStore, type Admission } from './store.js';
 import { WatchCache } from './cacher/watchcache.js';
 import { groupResourceName } from './cacher/sizes.js';
+import { kindFieldManager } from './fieldmanager.js';
 
 export interface RegistryConfig {
   storage: Storage;
@@ -52,6 +53,7 @@ export class Registry {
         settings: this.settings,
         ...(cfg.deleteCollectionWorkers ? { deleteCollectionWorkers: cfg.deleteCollectionWorkers } : {}),
         ...(watchCache ? { watchCache } : {}),
+        fieldManager: kindFieldManager(decl, cfg.kinds),
       });
       this.stores.set(`${decl.group}/${decl.version}/${decl.resource}`, store);
       // Kinds that are never stored (reviews) have no objects to count.

@@ -23,6 +23,7 @@ import { apiErrors, fromStorageError, isStatusError, type GroupResource } from '
 import { apiVersionOf, type KObject, type KindDecl, type KindSettings, type StrategyContext, type WriteTransaction } from './kind.js';
 import { DEFAULT_BOOKMARK_INTERVAL_MS, openWatch, validateWatchOptions, type ApiWatch } from './watch.js';
 import { FieldSet, pe, refSchema, trackUpdate } from './managedfields.js';
+import type { KindFieldManager } from './fieldmanager.js';
 import type { Definitions } from './schema.js';
 import { encodeWithResourceVersion } from './rawjson.js';
 import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
@@ -87,6 +88,8 @@ export interface StoreDeps {
   deleteCollectionWorkers?: number;
   /** The watch cache of the stored resource (cacher/): lists, gets and watches with a resourceVersion read it. */
   watchCache?: WatchCache;
+  /** The kind's zero value and versions, for managedFields (fieldmanager.ts); default: `{}`, one version. */
+  fieldManager?: KindFieldManager;
 }
 
 /**
@@ -291,6 +294,9 @@ export class ResourceStore {
     const generated = !meta.name && !!meta.generateName;
     if (generated) meta.name = generateName(meta.generateName!);
     this.decl.strategy.default?.(obj, ctx);
+    // As Kubernetes' create handler: the field manager sees the defaulted request, before admission and
+    // the REST layer add what the creator did not ask for (finalizers, allocated IPs, injected volumes).
+    this.trackFields(scope, null, obj, '');
     const admission = this.deps.admission;
     const attrs = (): AdmissionAttributes => ({
       operation: 'CREATE',
@@ -315,7 +321,6 @@ export class ResourceStore {
       if (errs.length > 0) throw this.invalid(meta.name ?? '', errs);
       warnings.push(...(this.decl.strategy.warningsOnCreate?.(obj, ctx) ?? []));
       this.decl.strategy.canonicalize?.(obj);
-      this.trackFields(scope, null, obj, '');
       await admission?.validate?.(attrs());
       if (scope.dryRun) {
         stored = true;
@@ -667,6 +672,8 @@ export class ResourceStore {
     if (oldMeta.creationTimestamp) meta.creationTimestamp = oldMeta.creationTimestamp;
     if (this.decl.tracksGeneration && !isDeepStrictEqual(obj.spec, old.spec)) meta.generation = (oldMeta.generation ?? 0) + 1;
     this.decl.strategy.default?.(obj, ctx);
+    // The field manager runs before mutating admission, as in Kubernetes' update handler.
+    this.trackFields(scope, old, obj, subresource);
     const attrs = (): AdmissionAttributes => ({
       operation: 'UPDATE',
       decl: this.decl,
@@ -690,9 +697,13 @@ export class ResourceStore {
     if (errs.length > 0) throw this.invalid(name, errs);
     warnings.push(...((sub ? sub.warningsOnUpdate?.(obj, old, ctx) : this.decl.strategy.warningsOnUpdate?.(obj, old, ctx)) ?? []));
     this.decl.strategy.canonicalize?.(obj);
-    this.trackFields(scope, old, obj, subresource);
     await this.deps.admission?.validate?.(attrs());
     return obj;
+  }
+
+  /** The kind's zero value and versions, as the field manager sees them (undefined: `{}`, one version). */
+  get fieldManager(): KindFieldManager | undefined {
+    return this.deps.fieldManager;
   }
 
   /** Fields a write through this endpoint may not set: never recorded as owned. */
@@ -712,6 +723,7 @@ export class ResourceStore {
       schema: refSchema(this.decl.definition),
       defs,
       ignored: this.ignoredFields(subresource),
+      ...(this.deps.fieldManager ? { emptyObject: this.deps.fieldManager.zero, converter: this.deps.fieldManager.converter } : {}),
     });
     const meta = (obj.metadata ??= {});
     if (entries && entries.length > 0) meta.managedFields = entries;
