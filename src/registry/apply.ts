@@ -19,6 +19,7 @@ import { StatusError, apiErrors, type StatusCause } from './errors.js';
 import {
   FieldSet,
   atomOf,
+  comparisonsByVersion,
   decodeManagedFields,
   deduceAtom,
   diffOwnedChanged,
@@ -38,6 +39,7 @@ import {
   pathString,
   printManager,
   recordUpdate,
+  sameVersions,
   scalarError,
   serializePathElement,
   stripMeta,
@@ -48,6 +50,7 @@ import {
   type Managed,
   type Path,
   type PathElement,
+  type VersionConverter,
   type VersionedSet,
   type WalkError,
 } from './managedfields.js';
@@ -200,22 +203,53 @@ export function removeItems(v: unknown, toRemove: FieldSet, type: Schema, defs: 
 }
 
 /**
- * Updater.prune: removes what the applier applied last time (`lastSet`) and no longer applies, unless
- * another manager, or the applier's new configuration, owns it (addBackOwnedItems, addBackDanglingItems).
+ * Updater.prune: removes what the applier applied last time (`lastSet`, in the version it used then) and
+ * no longer applies, unless another manager (each seen in its version), or the applier's new
+ * configuration, owns it (addBackOwnedItems, addBackDanglingItems). `merged` is of version `apiVersion`
+ * and so is the result. A version that is no longer served skips the step that needs it.
  */
-function prune(merged: unknown, managed: Managed, lastSet: VersionedSet | undefined, schema: Schema, defs: Definitions): unknown {
+function prune(
+  merged: unknown,
+  managed: Managed,
+  lastSet: VersionedSet | undefined,
+  apiVersion: string,
+  versions: VersionConverter,
+  defs: Definitions,
+): unknown {
   if (!lastSet || lastSet.set.empty()) return merged;
-  const named = (s: FieldSet) => ensureNamedFieldsAreMembers(s, schema, defs);
-  const setOf = (v: unknown) => named(fieldSetOf(v, schema, defs));
-  const last = named(lastSet.set);
-  let pruned = removeItems(merged, last, schema, defs);
-  // addBackOwnedItems: every manager's fields (all at the same version here).
-  let owned = new FieldSet();
-  for (const vs of managed.fields.values()) owned = owned.union(vs.set);
-  const mergedSet = setOf(merged);
-  pruned = removeItems(merged, mergedSet.difference(setOf(pruned).union(named(owned))), schema, defs);
+  const version = lastSet.apiVersion;
+  const schemaAt = versions.schema(version);
+  const mergedAtLast = versions.convert(merged, apiVersion, version);
+  if (schemaAt === undefined || mergedAtLast === undefined) return merged;
+  const named = (s: FieldSet, schema: Schema) => ensureNamedFieldsAreMembers(s, schema, defs);
+  const setOf = (v: unknown, schema: Schema) => named(fieldSetOf(v, schema, defs), schema);
+  let pruned: { value: unknown; version: string } = {
+    value: removeItems(mergedAtLast, named(lastSet.set, schemaAt), schemaAt, defs),
+    version,
+  };
+  // addBackOwnedItems: every manager's fields, per version, the pruned object's version first.
+  const owned = new Map<string, FieldSet>();
+  for (const vs of managed.fields.values()) owned.set(vs.apiVersion, (owned.get(vs.apiVersion) ?? new FieldSet()).union(vs.set));
+  const order = [...owned.keys()].sort((x, y) => (x === version ? -1 : y === version ? 1 : 0));
+  let current: { value: unknown; version: string } = { value: mergedAtLast, version };
+  for (const v of order) {
+    const schema = versions.schema(v);
+    const m = versions.convert(current.value, current.version, v);
+    const p = versions.convert(pruned.value, pruned.version, v);
+    if (schema === undefined || m === undefined || p === undefined) continue;
+    current = { value: m, version: v };
+    const mergedSet = setOf(m, schema);
+    const keep = setOf(p, schema).union(named(owned.get(v) as FieldSet, schema));
+    pruned = { value: removeItems(m, mergedSet.difference(keep), schema, defs), version: v };
+  }
   // addBackDanglingItems: only what the applier owned may go.
-  return removeItems(merged, mergedSet.difference(setOf(pruned)).intersection(last), schema, defs);
+  const prunedAtLast = versions.convert(pruned.value, pruned.version, version);
+  let result: unknown = mergedAtLast;
+  if (prunedAtLast !== undefined) {
+    const gone = setOf(mergedAtLast, schemaAt).difference(setOf(prunedAtLast, schemaAt)).intersection(named(lastSet.set, schemaAt));
+    result = removeItems(mergedAtLast, gone, schemaAt, defs);
+  }
+  return versions.convert(result, version, apiVersion) ?? merged;
 }
 
 // ---------------------------------------------------------------------------
@@ -333,6 +367,8 @@ export interface ApplyOptions {
   ignored?: FieldSet;
   /** The kind the endpoint serves; an applied object of another kind is a 400. */
   kind?: string;
+  /** The kind's other versions: managers of another version see the apply converted to theirs. */
+  converter?: VersionConverter;
 }
 
 export interface ApplyResult {
@@ -366,7 +402,10 @@ export function applyObject(
   const decoded = decodeManagedFields(entries);
   if (!decoded.ok) throw serverError(`failed to decode managed fields: ${decoded.error}`);
   let managed: Managed = decoded.ok ? decoded.managed : emptyManaged();
-  const liveObj = withoutManagedFields(live ?? options.emptyObject ?? {});
+  // An apply that creates merges into an empty object: the zero value's fields would change no
+  // ownership (nobody manages them yet), and the strategy's defaulting fills what the kind needs.
+  const liveObj = withoutManagedFields(live ?? {});
+  const versions = options.converter ?? sameVersions(schema);
 
   // versionCheckManager
   if (options.kind !== undefined && (strOf(applied['kind']) !== options.kind || strOf(applied['apiVersion']) !== apiVersion)) {
@@ -409,9 +448,10 @@ export function applyObject(
   let set = fieldSetOf(applied, schema, defs);
   if (options.ignored) set = set.recursiveDifference(options.ignored);
   managers.fields.set(id, { set, apiVersion, applied: true });
-  const newObj = prune(merged.value ?? {}, managers, lastSet, schema, defs) ?? {};
+  const newObj = prune(merged.value ?? {}, managers, lastSet, apiVersion, versions, defs) ?? {};
   const comparison = excludeFields(diffOwnedChanged(liveObj, newObj, schema, defs), options.ignored);
-  const conflicts = takeOwnership(managers, id, comparison, force);
+  const byVersion = comparisonsByVersion(liveObj, newObj, apiVersion, comparison, versions, defs, options.ignored);
+  const conflicts = takeOwnership(managers, id, byVersion, force);
   if (conflicts) {
     let list: Conflict[] = [];
     for (const m of [...conflicts.keys()].sort()) {
@@ -422,7 +462,7 @@ export function applyObject(
     const allowed = manager === 'kubectl' && live !== null ? allowedConflictsFromLastApplied(liveObj as JsonObject, schema, defs) : null;
     if (allowed) list = list.filter((c) => !allowed.has(c.path));
     if (list.length > 0 || !allowed) throw conflictError(list);
-    takeOwnership(managers, id, comparison, true);
+    takeOwnership(managers, id, byVersion, true);
   }
   const noop = equalValues(liveObj, newObj);
 

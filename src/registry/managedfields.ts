@@ -1416,30 +1416,89 @@ export function capUpdateManagers(managed: Managed, max = MAX_UPDATE_MANAGERS): 
 }
 
 /**
+ * What the field manager needs to see a change from the version a manager used (merge.Converter): the
+ * kind's schema at a version and an object converted between versions. Kubernetes converts the old and
+ * new objects to each manager's version and compares them there, so a field owned through one version
+ * conflicts with (and is taken by) a change of the same field made through another.
+ */
+export interface VersionConverter {
+  /** The kind's schema at `apiVersion`; undefined when the kind is not served at that version. */
+  schema(apiVersion: string): Schema | undefined;
+  /** `obj` (of version `from`) as the kind at version `to`; undefined when either version is not served. */
+  convert(obj: unknown, from: string, to: string): unknown;
+}
+
+/** Every version seen alike: one schema, no conversion (a kind served at one version, or no registry). */
+export function sameVersions(schema: Schema): VersionConverter {
+  return { schema: () => schema, convert: (obj) => obj };
+}
+
+/**
+ * The comparison of `before` and `after` (of version `apiVersion`) as seen from each version: `comparison`
+ * at the request's version, others computed on both objects converted (cached); null when the version is
+ * not served (IsMissingVersionError: that manager is dropped).
+ */
+export type VersionedComparison = (apiVersion: string) => Comparison | null;
+
+export function comparisonsByVersion(
+  before: unknown,
+  after: unknown,
+  apiVersion: string,
+  comparison: Comparison,
+  converter: VersionConverter | undefined,
+  defs: Definitions,
+  ignored?: FieldSet,
+): VersionedComparison {
+  const cache = new Map<string, Comparison | null>([[apiVersion, comparison]]);
+  return (version) => {
+    const hit = cache.get(version);
+    if (hit !== undefined || cache.has(version)) return hit ?? null;
+    let c: Comparison | null = comparison;
+    if (converter) {
+      const schema = converter.schema(version);
+      const o = schema === undefined ? undefined : converter.convert(before, apiVersion, version);
+      const n = schema === undefined ? undefined : converter.convert(after, apiVersion, version);
+      c = schema === undefined || o === undefined || n === undefined ? null : excludeFields(diffOwnedChanged(o, n, schema, defs), ignored);
+    }
+    cache.set(version, c);
+    return c;
+  };
+}
+
+/**
  * merge.Updater's update: every manager other than `workflow` loses the fields that changed (they are
- * conflicts for appliers unless forced) and the fields that were removed; managers left empty go.
- * Returns the conflicting fields per manager when not forced and there are any (managers unchanged).
+ * conflicts for appliers unless forced) and the fields that were removed, each seen from the version the
+ * manager used; managers left empty, or of a version no longer served, go. Returns the conflicting
+ * fields per manager (in its version) when not forced and there are any (managers unchanged).
  */
 export function takeOwnership(
   managed: Managed,
   workflow: string,
-  comparison: Comparison,
+  comparison: Comparison | VersionedComparison,
   force: boolean,
 ): Map<string, FieldSet> | null {
-  const changed = comparison.modified.union(comparison.added);
+  const at = (v: string): Comparison | null => (typeof comparison === 'function' ? comparison(v) : comparison);
   const conflicts = new Map<string, FieldSet>();
+  const dropped: string[] = [];
   for (const [id, vs] of managed.fields) {
     if (id === workflow) continue;
-    const c = vs.set.intersection(changed);
+    const cmp = at(vs.apiVersion);
+    if (cmp === null) {
+      dropped.push(id);
+      continue;
+    }
+    const c = vs.set.intersection(cmp.modified.union(cmp.added));
     if (!c.empty()) conflicts.set(id, c);
   }
   if (!force && conflicts.size > 0) return conflicts;
+  for (const id of dropped) managed.fields.delete(id);
   for (const [id, vs] of [...managed.fields]) {
     if (id === workflow) continue;
+    const cmp = at(vs.apiVersion) as Comparison;
     let set = vs.set;
     const c = conflicts.get(id);
     if (c) set = set.difference(c);
-    if (!comparison.removed.empty()) set = set.difference(comparison.removed);
+    if (!cmp.removed.empty()) set = set.difference(cmp.removed);
     if (set.empty()) managed.fields.delete(id);
     else managed.fields.set(id, { ...vs, set });
   }
@@ -1478,11 +1537,12 @@ export function recordUpdate(
   time: string,
   changed: Comparison,
   ignored?: FieldSet,
+  byVersion?: VersionedComparison,
 ): Managed {
   const managed = copyManaged(managedIn);
   const id = managerIdentifier({ manager: manager || 'unknown', operation, apiVersion, subresource });
   const self = 'current-operation';
-  takeOwnership(managed, self, changed, true);
+  takeOwnership(managed, self, byVersion ?? changed, true);
   let set = changed.modified.union(changed.added).difference(changed.removed);
   if (ignored) set = set.recursiveDifference(ignored);
   if (!set.empty()) managed.fields.set(self, { set, apiVersion, applied: operation === 'Apply' });
@@ -1529,6 +1589,8 @@ export interface UpdateTracking {
   emptyObject?: JsonObject;
   /** Fields the operation may not set (reset by the strategy); they are never recorded. */
   ignored?: FieldSet;
+  /** The kind's other versions: managers of another version see the change converted to theirs. */
+  converter?: VersionConverter;
 }
 
 function withoutManagedFields(obj: unknown): unknown {
@@ -1553,8 +1615,8 @@ export function trackUpdate(live: JsonObject | null, updated: JsonObject, opts: 
   const newMeta = isJsonObject(updated['metadata']) ? updated['metadata'] : {};
   const managed = managedForUpdate(liveMeta['managedFields'], newMeta['managedFields'], opts.subresource !== '');
   if (managed.fields.size === 0 && live !== null && uidOf(live) !== '') return undefined;
-  if (live === null && managed.fields.size === 0 && (opts.emptyObject === undefined || isEmptyObject(opts.emptyObject))) {
-    const set = createdFieldSet(updated, opts.schema, opts.defs, opts.ignored);
+  if (live === null && managed.fields.size === 0) {
+    const set = createdFieldSet(updated, opts.schema, opts.defs, opts.ignored, opts.emptyObject);
     if (set !== null) {
       if (set.empty()) return undefined;
       const id = managerIdentifier({ manager: opts.manager || 'unknown', operation: 'Update', apiVersion: opts.apiVersion, subresource: opts.subresource });
@@ -1581,20 +1643,51 @@ function isEmptyObject(o: JsonObject): boolean {
 }
 
 /**
- * The fields a create records, without a diff: compared with an empty object, every path of the new
- * object that typed.Compare visits is added (leaves, and containers as a whole), nothing is modified or
- * removed. Built bottom-up in path element order, leaving out metadata.managedFields, the ignored fields
- * (recursively, as Comparison.ExcludeFields) and the fields stripMeta drops (non-recursively), so the set
- * equals the one the Update chain computes. Null when the object's root is not a granular map (the
- * general path then handles it).
+ * The fields a create records, without a diff: compared with the kind's zero value (`zero`, default `{}`),
+ * every path of the new object that typed.Compare visits is added (leaves, and containers as a whole)
+ * unless the zero value has it: then a leaf counts only when its value differs, and a container is
+ * walked without becoming a member. Built bottom-up in path element order, leaving out
+ * metadata.managedFields, the ignored fields (recursively, as Comparison.ExcludeFields) and the fields
+ * stripMeta drops (non-recursively), so the set equals the one the Update chain computes. Null when the
+ * object's root is not a granular map or a value's shape differs from the zero value's (the general path
+ * then handles it).
  */
-function createdFieldSet(obj: JsonObject, schema: Schema, defs: Definitions, ignored: FieldSet | undefined): FieldSet | null {
+function createdFieldSet(obj: JsonObject, schema: Schema, defs: Definitions, ignored: FieldSet | undefined, zero?: JsonObject): FieldSet | null {
   const a = deduceAtom(atomOf(schema, defs), obj);
   if (!a.map || a.map.atomic) return null;
   const out = new FieldSet();
-  if (Object.keys(obj).length === 0) return out;
-  buildMapFields(out, obj, a.map, defs, ignored, STRIPPED_FIELDS, true);
+  if (Object.keys(obj).length === 0 && (zero === undefined || isEmptyObject(zero))) return out;
+  try {
+    buildMapFields(out, obj, a.map, defs, ignored, STRIPPED_FIELDS, true, zero);
+  } catch (e) {
+    if (e === SHAPE_MISMATCH) return null;
+    throw e;
+  }
   return out;
+}
+
+const SHAPE_MISMATCH = new Error('the object and the zero value differ in shape');
+
+function isEmptyContainer(v: unknown): boolean {
+  return Array.isArray(v) ? v.length === 0 : isJsonObject(v) ? isEmptyObject(v) : true;
+}
+
+/**
+ * Whether `e` (value `v`, zero value `z`, present in the zero value) is a member: leaves (scalars, atomic
+ * or both-empty containers) when their value changed; containers never. Sets `walk` when the children
+ * must be visited.
+ */
+function zeroMember(v: unknown, z: unknown, type: Schema, defs: Definitions): { member: boolean; walk: boolean } {
+  const a = deduceAtom(atomOf(type, defs), v);
+  const container = a.map ? isJsonObject(v) : a.list ? Array.isArray(v) : false;
+  if (!container) {
+    if (a.map || a.list) throw SHAPE_MISMATCH;
+    return { member: !equalValues(z, v), walk: false };
+  }
+  if (z !== null && (a.map ? !isJsonObject(z) : !Array.isArray(z))) throw SHAPE_MISMATCH;
+  const atomic = a.map ? a.map.atomic : a.list!.atomic;
+  if (atomic || (isEmptyContainer(v) && isEmptyContainer(z))) return { member: !equalValues(z, v), walk: false };
+  return { member: false, walk: true };
 }
 
 /** The child set of `e` with the ignored and stripped subsets below it; attached to `parent` when not empty. */
@@ -1604,16 +1697,18 @@ function buildChild(
   defs: Definitions,
   ig: FieldSet | undefined,
   st: FieldSet | undefined,
+  z?: unknown,
 ): FieldSet | undefined {
   const a = deduceAtom(atomOf(type, defs), v);
   if (a.map) {
-    if (a.map.atomic || !isJsonObject(v) || isEmptyObject(v)) return undefined;
+    if (a.map.atomic || !isJsonObject(v) || (isEmptyObject(v) && isEmptyContainer(z))) return undefined;
     const s = new FieldSet();
-    buildMapFields(s, v, a.map, defs, ig, st, false);
+    buildMapFields(s, v, a.map, defs, ig, st, false, isJsonObject(z) ? z : undefined);
     return s;
   }
   if (a.scalar) return undefined;
   if (a.list) {
+    // Go zero values never hold list items: every item is new.
     if (a.list.atomic || !Array.isArray(v) || v.length === 0) return undefined;
     const list = a.list;
     const L = indexList(list, v, defs);
@@ -1639,22 +1734,29 @@ function buildMapFields(
   ig: FieldSet | undefined,
   st: FieldSet | undefined,
   root: boolean,
+  zero?: JsonObject,
 ): void {
   const keys = Object.keys(v).sort(compareBytes);
   for (const key of keys) {
-    const val = v[key];
+    let val = v[key];
     if (val === undefined) continue;
     const e: PathElement = { field: key };
     if (ig?.hasMember(e)) continue;
-    let sub: FieldSet | undefined;
     if (root && key === 'metadata' && isJsonObject(val) && hasOwn(val, 'managedFields')) {
-      const meta = { ...val };
-      delete meta['managedFields'];
-      sub = buildChild(meta, mapFieldType(m, key) ?? UNTYPED_ATOMIC, defs, ig?.child(e), st?.child(e));
-    } else {
-      sub = buildChild(val, mapFieldType(m, key) ?? UNTYPED_ATOMIC, defs, ig?.child(e), st?.child(e));
+      val = { ...val };
+      delete (val as JsonObject)['managedFields'];
     }
-    if (!st?.hasMember(e)) s.members.push(e);
+    const type = mapFieldType(m, key) ?? UNTYPED_ATOMIC;
+    const z = zero?.[key];
+    let member = true;
+    let sub: FieldSet | undefined;
+    if (z === undefined) sub = buildChild(val, type, defs, ig?.child(e), st?.child(e));
+    else {
+      const zm = zeroMember(val, z, type, defs);
+      member = zm.member;
+      if (zm.walk) sub = buildChild(val, type, defs, ig?.child(e), st?.child(e), z);
+    }
+    if (member && !st?.hasMember(e)) s.members.push(e);
     if (sub !== undefined && !sub.empty()) s.children.push({ pe: e, set: sub });
   }
 }
@@ -1663,6 +1765,7 @@ function trackUpdateGeneral(live: JsonObject | null, updated: JsonObject, manage
   const before = withoutManagedFields(live ?? opts.emptyObject ?? {});
   const after = withoutManagedFields(updated);
   const changed = excludeFields(diffOwnedChanged(before, after, opts.schema, opts.defs), opts.ignored);
-  const result = recordUpdate(managed, opts.manager, 'Update', opts.subresource, opts.apiVersion, opts.time, changed, opts.ignored);
+  const byVersion = comparisonsByVersion(before, after, opts.apiVersion, changed, opts.converter, opts.defs, opts.ignored);
+  const result = recordUpdate(managed, opts.manager, 'Update', opts.subresource, opts.apiVersion, opts.time, changed, opts.ignored, byVersion);
   return encodeManagedFields(result);
 }

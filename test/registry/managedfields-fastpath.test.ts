@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { FieldSet, pe, trackUpdate, trackUpdateSlow, type JsonObject, type UpdateTracking } from '../../src/registry/managedfields.js';
 import { ALL_DEFINITIONS, BUILTIN_KINDS } from '../../src/registry/kinds/index.js';
 import { REF_PREFIX } from '../../src/registry/schema.js';
+import { zeroValueOf } from '../../src/registry/fieldmanager.js';
 
 import { DEFS, POD } from './fixtures/pod-schema.js';
 
@@ -46,6 +47,8 @@ void describe('trackUpdate create fast path', () => {
       { ignored: FieldSet.of([pe.field('spec'), pe.field('nodeSelector')], [pe.field('metadata'), pe.field('labels')]) },
       { manager: '' },
       { emptyObject: {} },
+      { emptyObject: { metadata: { creationTimestamp: null }, spec: { containers: null, nodeSelector: {} }, status: {} } },
+      { emptyObject: { spec: { replicas: 0, paused: false, tags: null, unknown: {} } }, ignored: FieldSet.of([pe.field('status')]) },
     ];
     for (const obj of pods) {
       for (const v of variants) {
@@ -71,5 +74,29 @@ void describe('trackUpdate create fast path', () => {
     const fast = trackUpdate(null, structuredClone(obj), o);
     assert.ok(fast && fast.length === 1);
     assert.equal(JSON.stringify(fast), JSON.stringify(trackUpdateSlow(null, structuredClone(obj), o)));
+  });
+
+  it("agrees with the general path against every built-in kind's zero value", () => {
+    const objects = (kind: string, apiVersion: string): JsonObject[] => [
+      { apiVersion, kind, metadata: { name: 'x', namespace: 'n', labels: { a: '1' } } },
+      { apiVersion, kind, metadata: { name: 'x' }, spec: {}, status: {} },
+      { apiVersion, kind, metadata: { name: 'x' }, spec: { containers: [{ name: 'c', image: 'i' }], resources: { requests: { storage: '1Gi' } }, type: 'Limited', limits: [] } },
+      { apiVersion, kind, metadata: { name: 'x' }, spec: { priorityLevelConfiguration: { name: 'p' }, request: 'Zm9v', signerName: '' } },
+      { apiVersion, kind, metadata: { name: 'x' }, involvedObject: { kind: 'Pod' }, source: {}, reportingComponent: '', eventTime: null, regarding: {} },
+      { apiVersion, kind, metadata: { name: 'x' }, value: 0, provisioner: 'p', rules: [], roleRef: { apiGroup: '', kind: 'Role', name: 'r' } },
+      { apiVersion, kind, metadata: { name: 'x' }, spec: 'not an object', rules: {}, value: {} },
+    ];
+    for (const decl of BUILTIN_KINDS) {
+      if (decl.compute) continue;
+      const apiVersion = decl.group ? `${decl.group}/${decl.version}` : decl.version;
+      for (const obj of objects(decl.kind, apiVersion)) {
+        for (const ignored of [FieldSet.of([pe.field('status')]), FieldSet.of([pe.field('spec')])]) {
+          const o: UpdateTracking = { ...opts, apiVersion, schema: { $ref: REF_PREFIX + decl.definition }, defs: ALL_DEFINITIONS, ignored, emptyObject: zeroValueOf(decl) };
+          const fast = trackUpdate(null, structuredClone(obj), o);
+          const slow = trackUpdateSlow(null, structuredClone(obj), o);
+          assert.equal(JSON.stringify(fast), JSON.stringify(slow), JSON.stringify({ kind: decl.kind, obj }));
+        }
+      }
+    }
   });
 });
