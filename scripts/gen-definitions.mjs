@@ -54,6 +54,8 @@ const AFTER_1_23 = {
   V1EnvVarSource: ['fileKeyRef'],
   V1ServiceSpec: ['trafficDistribution'],
   V1LoadBalancerIngress: ['ipMode'],
+  V1MutatingWebhook: ['matchConditions'],
+  V1ValidatingWebhook: ['matchConditions'],
 };
 
 const containerLists = {
@@ -72,6 +74,8 @@ const byName = { 'x-kubernetes-patch-merge-key': 'name', 'x-kubernetes-patch-str
 /** Extensions of fields, as 1.23's types.go tags them (patchStrategy, patchMergeKey, listType, listMapKey). */
 const FIELD_EXTENSIONS = {
   V1StorageClass: { allowedTopologies: { 'x-kubernetes-list-type': 'atomic' } },
+  V1MutatingWebhookConfiguration: { webhooks: byName },
+  V1ValidatingWebhookConfiguration: { webhooks: byName },
   V1Container: containerLists,
   V1EphemeralContainer: containerLists,
   V1PodSpec: {
@@ -167,6 +171,8 @@ const QUANTITY_FIELDS = {
   V1EmptyDirVolumeSource: ['sizeLimit'],
   V1ResourceFieldSelector: ['divisor'],
   V1LimitRangeItem: ['default', 'defaultRequest', 'max', 'maxLimitRequestRatio', 'min'],
+  V1ResourceQuotaSpec: ['hard'],
+  V1ResourceQuotaStatus: ['hard', 'used'],
 };
 
 /** The kinds among the classes, with the group-version-kind 1.23's OpenAPI tags them with. */
@@ -189,6 +195,12 @@ const GVK = {
   V1LimitRangeList: ['', 'LimitRangeList', 'v1'],
   V1StorageClass: ['storage.k8s.io', 'StorageClass', 'v1'],
   V1StorageClassList: ['storage.k8s.io', 'StorageClassList', 'v1'],
+  V1MutatingWebhookConfiguration: ['admissionregistration.k8s.io', 'MutatingWebhookConfiguration', 'v1'],
+  V1MutatingWebhookConfigurationList: ['admissionregistration.k8s.io', 'MutatingWebhookConfigurationList', 'v1'],
+  V1ValidatingWebhookConfiguration: ['admissionregistration.k8s.io', 'ValidatingWebhookConfiguration', 'v1'],
+  V1ValidatingWebhookConfigurationList: ['admissionregistration.k8s.io', 'ValidatingWebhookConfigurationList', 'v1'],
+  V1ResourceQuota: ['', 'ResourceQuota', 'v1'],
+  V1ResourceQuotaList: ['', 'ResourceQuotaList', 'v1'],
 };
 
 /** Structs Kubernetes 1.23 marks +structType=atomic. */
@@ -202,6 +214,8 @@ function definitionName(cls) {
   if (cls === 'V1Eviction') return 'io.k8s.api.policy.v1.Eviction';
   if ((m = /^V1(PriorityClass(List)?)$/.exec(cls))) return `io.k8s.api.scheduling.v1.${m[1]}`;
   if ((m = /^V1(StorageClass(List)?)$/.exec(cls))) return `io.k8s.api.storage.v1.${m[1]}`;
+  if ((m = /^AdmissionregistrationV1(.+)$/.exec(cls))) return `io.k8s.api.admissionregistration.v1.${m[1]}`;
+  if ((m = /^V1((Mutating|Validating)Webhook.*|RuleWithOperations)$/.exec(cls))) return `io.k8s.api.admissionregistration.v1.${m[1]}`;
   if (cls === 'V1Condition') return `${META}Condition`;
   if ((m = /^V1(.+)$/.exec(cls))) return CORE + m[1];
   throw new Error(`no definition name for ${cls}`);
@@ -339,3 +353,13 @@ emit(join(repo, 'src/registry/kinds/limitrange/definitions.ts'), 'LIMIT_RANGE_DE
 
 const storageClass = await generate(['V1StorageClass', 'V1StorageClassList'], new Set());
 emit(join(repo, 'src/registry/kinds/storageclass/definitions.ts'), 'STORAGE_CLASS_DEFINITIONS', HEADER('StorageClass'), storageClass);
+
+// admissionregistration.k8s.io v1 (1.22 stopped serving v1beta1).
+const webhooks = await generate(
+  ['V1MutatingWebhookConfiguration', 'V1MutatingWebhookConfigurationList', 'V1ValidatingWebhookConfiguration', 'V1ValidatingWebhookConfigurationList'],
+  new Set(),
+);
+emit(join(repo, 'src/registry/kinds/admissionregistration/definitions.ts'), 'ADMISSION_REGISTRATION_DEFINITIONS', HEADER('admissionregistration.k8s.io v1'), webhooks);
+
+const resourceQuota = await generate(['V1ResourceQuota', 'V1ResourceQuotaList'], new Set());
+emit(join(repo, 'src/registry/kinds/resourcequota/definitions.ts'), 'RESOURCE_QUOTA_DEFINITIONS', HEADER('ResourceQuota'), resourceQuota);

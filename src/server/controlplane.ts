@@ -43,6 +43,7 @@ import { limitRanger } from '../registry/admission/limitranger.js';
 import { defaultStorageClass } from '../registry/admission/default-storage-class.js';
 import { pvcResize } from '../registry/admission/pvc-resize.js';
 import { taintNodesByCondition } from '../registry/admission/taint-nodes.js';
+import { mutatingWebhookAdmission, validatingWebhookAdmission, type WebhookAdmissionDeps } from '../registry/admission/webhook.js';
 import { parsePodSecurityConfig, podSecurity } from '../registry/admission/podsecurity/index.js';
 import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
 import {
@@ -375,5 +376,18 @@ function admissionPlugins(
   if (on.has('DefaultStorageClass')) plugins.push(defaultStorageClass(storageClasses));
   if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
   if (on.has('PersistentVolumeClaimResize')) plugins.push(pvcResize(storageClasses));
+  // Last in Kubernetes' order: the admission webhooks, then ResourceQuota.
+  if (on.has('MutatingAdmissionWebhook') || on.has('ValidatingAdmissionWebhook')) {
+    const deps = (resource: string): WebhookAdmissionDeps => ({
+      configurations: () => registry().store('admissionregistration.k8s.io', 'v1', resource),
+      namespaces,
+      services: () => registry().store('', 'v1', 'services'),
+      kinds: () => registry().kinds,
+      featureGates: options.featureGates,
+      settings: () => registry().settings,
+    });
+    if (on.has('MutatingAdmissionWebhook')) plugins.push(mutatingWebhookAdmission(deps('mutatingwebhookconfigurations')));
+    if (on.has('ValidatingAdmissionWebhook')) plugins.push(validatingWebhookAdmission(deps('validatingwebhookconfigurations')));
+  }
   return plugins;
 }

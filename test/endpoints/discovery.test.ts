@@ -247,6 +247,7 @@ describe('aggregated discovery documents', () => {
   it('/apis lists the named groups of the built-in kinds (coordination.k8s.io for Lease, events.k8s.io for Event, RBAC and access reviews)', () => {
     const items = aggregatedDiscovery(BUILTIN_KINDS, 'apis').items;
     assert.deepEqual(items.map((g) => g.metadata.name), [
+      'admissionregistration.k8s.io',
       'authentication.k8s.io',
       'authorization.k8s.io',
       'coordination.k8s.io',

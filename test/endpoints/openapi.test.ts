@@ -208,6 +208,8 @@ describe('OpenAPI v3', () => {
       'api',
       'api/v1',
       'apis',
+      'apis/admissionregistration.k8s.io',
+      'apis/admissionregistration.k8s.io/v1',
       'apis/authentication.k8s.io',
       'apis/authentication.k8s.io/v1',
       'apis/authorization.k8s.io',

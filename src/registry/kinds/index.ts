@@ -20,6 +20,7 @@ import { FLOWCONTROL_KINDS } from './flowcontrol/index.js';
 import { priorityClassKind } from './priorityclass/index.js';
 import { limitRangeKind } from './limitrange/index.js';
 import { storageClassKind } from './storageclass/index.js';
+import { ADMISSION_REGISTRATION_KINDS } from './admissionregistration/index.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -39,8 +40,9 @@ export { FLOWCONTROL_KINDS } from './flowcontrol/index.js';
 export { priorityClassKind } from './priorityclass/index.js';
 export { limitRangeKind } from './limitrange/index.js';
 export { storageClassKind } from './storageclass/index.js';
+export { ADMISSION_REGISTRATION_KINDS } from './admissionregistration/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;

@@ -1,0 +1,251 @@
+/**
+ * Calling one admission webhook, as Kubernetes' webhook client does (apiserver/pkg/admission/plugin/webhook
+ * and util/webhook): an AdmissionReview of the version the webhook accepts first (admission.k8s.io v1 or
+ * v1beta1) POSTed over HTTPS to its URL, or to its Service as the ClusterIP service resolver finds it, with
+ * `?timeout=<n>s`, trusting the configuration's caBundle (else the system roots); the answer is checked as
+ * VerifyAdmissionResponse checks it. Failures to call are `CallError`s ("failed calling webhook ..."),
+ * which the failure policy may ignore.
+ */
+import { request as httpsRequest } from 'node:https';
+import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
+import { checkServerIdentity } from 'node:tls';
+import type { KObject } from '../kind.js';
+import type { ResourceStore } from '../store.js';
+import { isStatusError } from '../errors.js';
+
+export const ADMISSION_REVIEW_VERSIONS = ['v1', 'v1beta1'];
+
+/** webhookutil.ErrCallingWebhook: the webhook could not be called or answered nonsense. */
+export class CallError extends Error {
+  override readonly name = 'CallError';
+  constructor(
+    readonly webhookName: string,
+    readonly reason: string,
+  ) {
+    super(`failed calling webhook "${webhookName}": ${reason}`);
+  }
+}
+
+export interface GVK {
+  group: string;
+  version: string;
+  kind: string;
+}
+export interface GVR {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+/** The request part of an AdmissionReview (the same in v1 and v1beta1). */
+export interface ReviewRequest {
+  kind: GVK;
+  resource: GVR;
+  subResource?: string;
+  requestKind: GVK;
+  requestResource: GVR;
+  requestSubResource?: string;
+  name?: string;
+  namespace?: string;
+  operation: string;
+  userInfo: { username?: string; uid?: string; groups?: string[] };
+  object: KObject | null;
+  oldObject: KObject | null;
+  dryRun: boolean;
+  options: KObject | null;
+}
+
+export interface ReviewResponse {
+  uid?: string;
+  allowed?: boolean;
+  status?: Record<string, any>;
+  patch?: string;
+  patchType?: string;
+  auditAnnotations?: Record<string, string>;
+  warnings?: string[];
+}
+
+export interface ClientConfig {
+  url?: string;
+  service?: { namespace?: string; name?: string; path?: string; port?: number };
+  caBundle?: string;
+}
+
+/** Where a webhook is reached: the URL to POST to and the name its certificate must carry. */
+interface Target {
+  url: URL;
+  serverName: string;
+}
+
+/** proxy.ResolveCluster: a Service's cluster IP (ExternalName: its external name) and the asked port. */
+async function resolveService(services: ResourceStore | undefined, svc: NonNullable<ClientConfig['service']>): Promise<Target> {
+  const namespace = svc.namespace ?? '';
+  const name = svc.name ?? '';
+  const port = svc.port ?? 443;
+  const path = svc.path ?? '';
+  if (!services) throw new Error(`services "${name}" not found`);
+  let service: KObject;
+  try {
+    service = await services.get({ namespace }, name);
+  } catch (err) {
+    if (isStatusError(err)) throw new Error(err.status.message ?? 'service lookup failed', { cause: err });
+    throw err;
+  }
+  const spec = (service['spec'] ?? {}) as Record<string, any>;
+  const type = (spec['type'] as string | undefined) ?? 'ClusterIP';
+  let host: string;
+  if (type === 'ClusterIP' && spec['clusterIP'] === 'None') {
+    throw new Error('cannot route to service with ClusterIP "None"');
+  } else if (type === 'ClusterIP' || type === 'LoadBalancer' || type === 'NodePort') {
+    const ports = Array.isArray(spec['ports']) ? (spec['ports'] as Record<string, any>[]) : [];
+    if (!ports.some((p) => p['port'] === port)) throw new Error(`no service port ${port} found for service "${name}"`);
+    host = String(spec['clusterIP'] ?? '');
+  } else if (type === 'ExternalName') {
+    host = String(spec['externalName'] ?? '');
+  } else {
+    throw new Error(`unsupported service type "${type}"`);
+  }
+  const hostPort = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
+  return { url: new URL(`https://${hostPort}${path}`), serverName: `${name}.${namespace}.svc` };
+}
+
+/** Go's wording for the usual transport failures. */
+function transportError(err: NodeJS.ErrnoException, url: URL): string {
+  const hostPort = url.port ? url.host : `${url.host}:443`;
+  switch (err.code) {
+    case 'ECONNREFUSED':
+      return `dial tcp ${hostPort}: connect: connection refused`;
+    case 'ENOTFOUND':
+      return `dial tcp: lookup ${url.hostname}: no such host`;
+    case 'UNABLE_TO_VERIFY_LEAF_SIGNATURE':
+    case 'SELF_SIGNED_CERT_IN_CHAIN':
+    case 'DEPTH_ZERO_SELF_SIGNED_CERT':
+    case 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY':
+      return 'x509: certificate signed by unknown authority';
+    case 'CERT_HAS_EXPIRED':
+      return 'x509: certificate has expired or is not yet valid';
+    case 'ERR_TLS_CERT_ALTNAME_INVALID':
+      return `x509: ${err.message}`;
+    default:
+      return err.message;
+  }
+}
+
+/** POSTs the body; resolves with the status and body, rejects with Go-worded transport errors. */
+function post(target: Target, ca: string | undefined, body: string, timeoutMs: number): Promise<{ status: number; body: string }> {
+  const shown = `Post "${target.url.toString()}"`;
+  return new Promise((resolve, reject) => {
+    const host = target.url.hostname.replace(/^\[|\]$/g, '');
+    const req = httpsRequest(
+      {
+        method: 'POST',
+        host,
+        port: target.url.port || 443,
+        path: `${target.url.pathname}${target.url.search}`,
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, */*', 'Content-Length': Buffer.byteLength(body) },
+        servername: isIP(target.serverName) ? '' : target.serverName,
+        // As Go: the certificate must name the host asked for (the service's DNS name, or the URL's host).
+        checkServerIdentity: (_host, cert) => checkServerIdentity(target.serverName, cert),
+        ...(ca ? { ca } : {}),
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          clearTimeout(timer);
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+        });
+        res.on('error', (err) => {
+          clearTimeout(timer);
+          reject(new Error(`${shown}: ${err.message}`));
+        });
+      },
+    );
+    const timer = setTimeout(() => {
+      req.destroy(new Error('timeout'));
+    }, timeoutMs);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (err.message === 'timeout') reject(new Error(`${shown}: context deadline exceeded`));
+      else reject(new Error(`${shown}: ${transportError(err, target.url)}`));
+    });
+    req.end(body);
+  });
+}
+
+/**
+ * Sends the review to the webhook and returns its checked response. Throws CallError for anything that went
+ * wrong on the way (unreachable, timeout, bad status or body, a response that fails verification).
+ */
+export async function callWebhook(opts: {
+  webhookName: string;
+  clientConfig: ClientConfig;
+  reviewVersions: readonly string[];
+  timeoutSeconds: number;
+  request: ReviewRequest;
+  services: () => ResourceStore | undefined;
+}): Promise<ReviewResponse> {
+  const { webhookName: name, clientConfig: cc } = opts;
+  const version = opts.reviewVersions.find((v) => ADMISSION_REVIEW_VERSIONS.includes(v));
+  if (!version) {
+    throw new CallError(name, `webhook does not accept known AdmissionReview versions (${ADMISSION_REVIEW_VERSIONS.join(', ')})`);
+  }
+  let target: Target;
+  try {
+    if (cc.url !== undefined) {
+      const url = new URL(cc.url);
+      target = { url, serverName: url.hostname.replace(/^\[|\]$/g, '') };
+    } else if (cc.service) {
+      target = await resolveService(opts.services(), cc.service);
+    } else {
+      throw new Error('no url or service');
+    }
+  } catch (err) {
+    throw new CallError(name, `failed to call webhook: ${(err as Error).message}`);
+  }
+  target.url.search = `?timeout=${opts.timeoutSeconds}s`;
+  const uid = randomUUID();
+  const apiVersion = `admission.k8s.io/${version}`;
+  const review = { kind: 'AdmissionReview', apiVersion, request: { uid, ...opts.request } };
+  const ca = cc.caBundle ? Buffer.from(cc.caBundle, 'base64').toString('utf8') : undefined;
+  let answer: { status: number; body: string };
+  try {
+    answer = await post(target, ca, JSON.stringify(review), opts.timeoutSeconds * 1000);
+  } catch (err) {
+    throw new CallError(name, `failed to call webhook: ${(err as Error).message}`);
+  }
+  if (answer.status < 200 || answer.status > 299) {
+    let message = `the server responded with the status code ${answer.status} but did not return more information`;
+    try {
+      const s = JSON.parse(answer.body) as Record<string, unknown>;
+      if (s['kind'] === 'Status' && typeof s['message'] === 'string') message = s['message'];
+    } catch {
+      // not a Status
+    }
+    throw new CallError(name, `failed to call webhook: ${message}`);
+  }
+  let parsed: Record<string, any>;
+  try {
+    parsed = JSON.parse(answer.body) as Record<string, any>;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+  } catch (err) {
+    throw new CallError(name, `failed to call webhook: ${(err as Error).message}`);
+  }
+  const invalid = (why: string) => new CallError(name, `received invalid webhook response: ${why}`);
+  const response = parsed['response'] as ReviewResponse | undefined | null;
+  if (version === 'v1') {
+    if (parsed['apiVersion'] !== apiVersion || parsed['kind'] !== 'AdmissionReview') {
+      throw invalid(`expected webhook response of ${apiVersion}, Kind=AdmissionReview, got ${String(parsed['apiVersion'] ?? '')}, Kind=${String(parsed['kind'] ?? '')}`);
+    }
+    if (!response || typeof response !== 'object') throw invalid('webhook response was absent');
+    if (response.uid !== uid) throw invalid(`expected response.uid="${uid}", got "${response.uid ?? ''}"`);
+    if (response.patch && !response.patchType) throw invalid('webhook returned response.patch but not response.patchType');
+    if (response.patchType && response.patchType !== 'JSONPatch') throw invalid(`webhook returned invalid response.patchType of "${response.patchType}"`);
+  } else {
+    if (!response || typeof response !== 'object') throw invalid('webhook response was absent');
+    if (response.patchType && response.patchType !== 'JSONPatch') throw invalid(`webhook returned invalid response.patchType of "${response.patchType}"`);
+  }
+  return response;
+}

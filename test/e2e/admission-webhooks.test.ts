@@ -1,0 +1,283 @@
+/**
+ * MutatingAdmissionWebhook and ValidatingAdmissionWebhook through kubectl, against webhooks this test serves
+ * on loopback over TLS (its own CA in each configuration's caBundle): JSONPatch responses applied with their
+ * warnings, a denial worded as Kubernetes words it, failurePolicy Ignore and Fail with a dead webhook,
+ * namespace and object selectors, dry runs against sideEffects, AdmissionReview v1beta1, a webhook reached
+ * through a Service, reinvocation, and the configurations' own validation and table (v1 only, as 1.23).
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:https';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { requireBinary } from '../helpers/binaries.js';
+import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { eventually } from '../helpers/eventually.js';
+import { makeCA, makeServingCert } from '../../src/server/certs.js';
+
+const present = requireBinary(undefined, 'kubectl') !== null;
+if (!present && process.env.CI === 'true') throw new Error('kubectl is required under CI=true');
+const skip = !present && 'kubectl not installed';
+
+type Review = { apiVersion: string; kind: string; request: Record<string, any> };
+
+/** A port nothing listens on. */
+async function deadPort(): Promise<number> {
+  const s = createTcpServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+describe('admission webhooks through kubectl', { skip }, () => {
+  let c: TestCluster;
+  let hook: Server;
+  let port = 0;
+  let caBundle = '';
+  let dead = 0;
+  /** Reviews received, by path. */
+  const seen = new Map<string, Review[]>();
+  const reviewsAt = (path: string) => seen.get(path) ?? [];
+
+  const ok = async (args: string[], input?: string) => {
+    const r = await c.kubectl(args, input === undefined ? {} : { input });
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r;
+  };
+  const refused = async (args: string[], input?: string) => {
+    const r = await c.kubectl(args, input === undefined ? {} : { input });
+    assert.notEqual(r.code, 0, `kubectl ${args.join(' ')} should have failed: ${r.stdout}`);
+    return r.stderr.trim();
+  };
+  const json = async (args: string[]) => JSON.parse((await ok([...args, '-o', 'json'])).stdout);
+
+  /** The answer of each path to a review. */
+  function answer(path: string, review: Review): Record<string, unknown> {
+    const req = review.request;
+    const obj = (req['object'] ?? {}) as Record<string, any>;
+    switch (path) {
+      case '/label': {
+        const patch = [{ op: 'add', path: '/metadata/labels', value: { ...(obj['metadata']?.labels ?? {}), mutated: 'yes' } }];
+        return {
+          allowed: true,
+          patchType: 'JSONPatch',
+          patch: b64(JSON.stringify(patch)),
+          warnings: ['labelled by the test webhook'],
+          auditAnnotations: { labelled: 'true' },
+        };
+      }
+      case '/deny':
+        if (obj['data']?.forbidden !== undefined) return { allowed: false, status: { code: 403, reason: 'Forbidden', message: 'no forbidden keys' } };
+        return { allowed: true };
+      case '/count': {
+        // Counts its calls on the object in an annotation (reinvocation).
+        const n = Number(obj['metadata']?.annotations?.['count'] ?? '0') + 1;
+        const annotations = { ...(obj['metadata']?.annotations ?? {}), count: String(n) };
+        return { allowed: true, patchType: 'JSONPatch', patch: b64(JSON.stringify([{ op: 'add', path: '/metadata/annotations', value: annotations }])) };
+      }
+      case '/late': {
+        const annotations = { ...(obj['metadata']?.annotations ?? {}), late: 'set' };
+        return { allowed: true, patchType: 'JSONPatch', patch: b64(JSON.stringify([{ op: 'add', path: '/metadata/annotations', value: annotations }])) };
+      }
+      default:
+        return { allowed: true };
+    }
+  }
+
+  const mutating = (name: string, webhooks: Record<string, unknown>[]) => JSON.stringify({
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata: { name },
+    webhooks,
+  });
+  const validating = (name: string, webhooks: Record<string, unknown>[], version = 'v1') => JSON.stringify({
+    apiVersion: `admissionregistration.k8s.io/${version}`,
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: { name },
+    webhooks,
+  });
+  const rule = (resources: string[], operations = ['CREATE', 'UPDATE']) => [{ operations, apiGroups: [''], apiVersions: ['v1'], resources }];
+  const webhook = (name: string, path: string, resources: string[], extra: Record<string, unknown> = {}) => ({
+    name,
+    clientConfig: { url: `https://127.0.0.1:${port}${path}`, caBundle },
+    rules: rule(resources),
+    sideEffects: 'None',
+    admissionReviewVersions: ['v1'],
+    ...extra,
+  });
+
+  before(async () => {
+    const ca = await makeCA('webhook-ca');
+    const serving = await makeServingCert(ca.cert, ca.key, 'webhook', ['127.0.0.1', 'hooks.hooked.svc']);
+    caBundle = b64(ca.cert);
+    hook = createServer({ cert: serving.cert, key: serving.key }, (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (d: Buffer) => chunks.push(d));
+      req.on('end', () => {
+        const url = new URL(req.url ?? '/', 'https://x');
+        const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Review;
+        seen.set(url.pathname, [...reviewsAt(url.pathname), review]);
+        const response = { uid: review.request['uid'], ...answer(url.pathname, review) };
+        res.setHeader('Content-Type', 'application/json');
+        res.end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'AdmissionReview', response }));
+      });
+    });
+    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+    port = (hook.address() as AddressInfo).port;
+    dead = await deadPort();
+    c = await startCluster([]);
+    await ok(['create', 'namespace', 'hooked']);
+    await ok(['label', 'namespace', 'hooked', 'webhooks=on']);
+    await ok(['create', 'namespace', 'plain']);
+  });
+  after(async () => {
+    await c?.stop();
+    await new Promise((resolve) => hook?.close(resolve));
+  });
+
+  it('validates webhook configurations as Kubernetes and lists them with their webhook count', async () => {
+    const bad = mutating('bad', [
+      { name: 'short', clientConfig: { url: 'http://127.0.0.1/x' }, rules: rule(['configmaps']), sideEffects: 'Some', admissionReviewVersions: ['v2'] },
+    ]);
+    const err = await refused(['create', '-f', '-'], bad);
+    assert.match(err, /The MutatingWebhookConfiguration "bad" is invalid: \n/);
+    assert.match(err, /webhooks\[0\]\.name: Invalid value: "short": should be a domain with at least three segments separated by dots/);
+    assert.match(err, /webhooks\[0\]\.sideEffects: Unsupported value: "Some": supported values: "None", "NoneOnDryRun"/);
+    assert.match(err, /webhooks\[0\]\.clientConfig\.url: Invalid value: "http": 'https' is the only allowed URL scheme/);
+    assert.match(err, /webhooks\[0\]\.admissionReviewVersions: Invalid value: \[\]string\{"v2"\}: must include at least one of v1, v1beta1/);
+    const dup = validating('dup', [webhook('a.orch.test', '/x', ['pods']), webhook('a.orch.test', '/x', ['pods'])]);
+    assert.match(await refused(['create', '-f', '-'], dup), /webhooks\[1\]\.name: Duplicate value: "a.orch.test"/);
+
+    await ok(['create', '-f', '-'], validating('listed', [webhook('one.orch.test', '/none', ['nothings']), webhook('two.orch.test', '/none', ['nothings'])]));
+    const table = (await ok(['get', 'validatingwebhookconfigurations', 'listed'])).stdout;
+    assert.match(table, /^NAME\s+WEBHOOKS\s+AGE\n/);
+    assert.match(table, /\nlisted\s+2\s+/);
+    const got = await json(['get', 'validatingwebhookconfiguration', 'listed']);
+    assert.equal(got.webhooks[0].failurePolicy, 'Fail');
+    assert.equal(got.webhooks[0].matchPolicy, 'Equivalent');
+    assert.equal(got.webhooks[0].timeoutSeconds, 10);
+    assert.deepEqual(got.webhooks[0].namespaceSelector, {});
+    assert.equal(got.webhooks[0].rules[0].scope, '*');
+    // As in 1.23, v1beta1 is no longer served.
+    const beta = await c.request('GET', '/apis/admissionregistration.k8s.io/v1beta1/validatingwebhookconfigurations');
+    assert.equal(beta.status, 404);
+    await ok(['delete', 'validatingwebhookconfiguration', 'listed']);
+  });
+
+  it('applies a mutating webhook’s patch in namespaces its namespaceSelector picks, with its warning', async () => {
+    await ok(['create', '-f', '-'], mutating('labeller', [webhook('label.orch.test', '/label', ['configmaps'], { namespaceSelector: { matchLabels: { webhooks: 'on' } } })]));
+    const r = await ok(['create', 'configmap', 'cm1', '-n', 'hooked', '--from-literal=a=1']);
+    assert.match(r.stderr, /Warning: labelled by the test webhook/);
+    const cm = await json(['get', 'configmap', 'cm1', '-n', 'hooked']);
+    assert.equal(cm.metadata.labels.mutated, 'yes');
+    const review = reviewsAt('/label').at(-1)!;
+    assert.equal(review.apiVersion, 'admission.k8s.io/v1');
+    assert.equal(review.kind, 'AdmissionReview');
+    const req = review.request;
+    assert.deepEqual(req['kind'], { group: '', version: 'v1', kind: 'ConfigMap' });
+    assert.deepEqual(req['resource'], { group: '', version: 'v1', resource: 'configmaps' });
+    assert.deepEqual(req['requestKind'], req['kind']);
+    assert.equal(req['operation'], 'CREATE');
+    assert.equal(req['namespace'], 'hooked');
+    assert.equal(req['name'], 'cm1');
+    assert.equal(req['userInfo'].username, 'admin');
+    assert.equal(req['dryRun'], false);
+    assert.equal(req['object'].data.a, '1');
+    assert.equal(req['oldObject'], null);
+    assert.equal(typeof req['uid'], 'string');
+
+    const before = reviewsAt('/label').length;
+    await ok(['create', 'configmap', 'cm1', '-n', 'plain', '--from-literal=a=1']);
+    const plain = await json(['get', 'configmap', 'cm1', '-n', 'plain']);
+    assert.equal(plain.metadata.labels?.mutated, undefined, 'the namespace does not match the selector');
+    assert.equal(reviewsAt('/label').length, before);
+    await ok(['delete', 'mutatingwebhookconfiguration', 'labeller']);
+  });
+
+  it('refuses what a validating webhook denies, worded as Kubernetes, for objects its objectSelector picks', async () => {
+    await ok(['create', '-f', '-'], validating('denier', [webhook('deny.orch.test', '/deny', ['configmaps'], { objectSelector: { matchLabels: { check: 'yes' } } })]));
+    const denied = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bad', labels: { check: 'yes' } }, data: { forbidden: 'x' } });
+    const err = await refused(['create', '-n', 'plain', '-f', '-'], denied);
+    assert.equal(err, 'Error from server (Forbidden): error when creating "STDIN": admission webhook "deny.orch.test" denied the request: no forbidden keys');
+    const raw = await c.request('POST', '/api/v1/namespaces/plain/configmaps', { body: JSON.parse(denied) });
+    assert.equal(raw.status, 403);
+    assert.equal(raw.json.reason, 'Forbidden');
+    assert.equal(raw.json.message, 'admission webhook "deny.orch.test" denied the request: no forbidden keys');
+    // Not labelled check=yes: not sent to the webhook.
+    const calls = reviewsAt('/deny').length;
+    await ok(['create', '-n', 'plain', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'unchecked' }, data: { forbidden: 'x' } }));
+    assert.equal(reviewsAt('/deny').length, calls);
+    // An update is checked against the new object.
+    const labelled = await c.kubectl(['label', 'configmap', 'unchecked', '-n', 'plain', 'check=yes', '--overwrite']);
+    assert.match(labelled.stderr, /admission webhook "deny.orch.test" denied the request: no forbidden keys/);
+    assert.equal(reviewsAt('/deny').at(-1)!.request['operation'], 'UPDATE');
+    await ok(['delete', 'validatingwebhookconfiguration', 'denier']);
+  });
+
+  it('skips a dead webhook under failurePolicy Ignore and fails the request under Fail', async () => {
+    const deadHook = (name: string, failurePolicy: string) => ({
+      ...webhook(name, '/dead', ['secrets']),
+      clientConfig: { url: `https://127.0.0.1:${dead}/dead`, caBundle },
+      failurePolicy,
+    });
+    await ok(['create', '-f', '-'], validating('dead-ignore', [deadHook('ignore.orch.test', 'Ignore')]));
+    await ok(['create', 'secret', 'generic', 's1', '-n', 'plain', '--from-literal=a=1']);
+    await ok(['create', '-f', '-'], validating('dead-fail', [deadHook('fail.orch.test', 'Fail')]));
+    const err = await refused(['create', 'secret', 'generic', 's2', '-n', 'plain', '--from-literal=a=1']);
+    assert.equal(
+      err,
+      `error: failed to create secret Internal error occurred: failed calling webhook "fail.orch.test": failed to call webhook: Post "https://127.0.0.1:${dead}/dead?timeout=10s": dial tcp 127.0.0.1:${dead}: connect: connection refused`,
+    );
+    await ok(['delete', 'validatingwebhookconfiguration', 'dead-ignore', 'dead-fail']);
+    await ok(['create', 'secret', 'generic', 's2', '-n', 'plain', '--from-literal=a=1']);
+  });
+
+  it('sends dry runs only to webhooks without side effects on dry run', async () => {
+    const body = (name: string, sideEffects: string) => ({
+      ...webhook(name, '/none', ['services']),
+      sideEffects,
+      admissionReviewVersions: ['v1beta1'],
+    });
+    // v1 allows only None and NoneOnDryRun: a configuration with Some is one an older server stored (v1beta1).
+    const store = c.cp.registry.store('admissionregistration.k8s.io', 'v1', 'validatingwebhookconfigurations')!;
+    const old = JSON.parse(validating('sidefx', [body('some.orch.test', 'Some')]));
+    old.webhooks[0] = { ...old.webhooks[0], failurePolicy: 'Ignore', matchPolicy: 'Exact', timeoutSeconds: 30, namespaceSelector: {}, objectSelector: {} };
+    await c.cp.storage.kvFor('admissionregistration.k8s.io', 'validatingwebhookconfigurations').create(store.key('', 'sidefx'), Buffer.from(JSON.stringify(old)));
+    const err = await eventually('the stored configuration in effect', async () => {
+      const r = await c.kubectl(['create', 'service', 'clusterip', 'dry', '-n', 'plain', '--tcp=80:80', '--dry-run=server']);
+      return r.code !== 0 && r.stderr.trim();
+    });
+    assert.equal(err, 'error: failed to create ClusterIP service: admission webhook "some.orch.test" does not support dry run');
+    await ok(['delete', 'validatingwebhookconfiguration', 'sidefx']);
+
+    await ok(['create', '-f', '-'], validating('nodry', [{ ...body('nodry.orch.test', 'NoneOnDryRun'), clientConfig: { url: `https://127.0.0.1:${port}/nodry`, caBundle } }]));
+    await ok(['create', 'service', 'clusterip', 'dry', '-n', 'plain', '--tcp=80:80', '--dry-run=server']);
+    const review = reviewsAt('/nodry').at(-1)!;
+    assert.equal(review.apiVersion, 'admission.k8s.io/v1beta1', 'the first version the webhook accepts');
+    assert.equal(review.request['dryRun'], true);
+    assert.deepEqual(review.request['options'].dryRun, ['All']);
+    await ok(['delete', 'validatingwebhookconfiguration', 'nodry']);
+  });
+
+  it('reaches a webhook through its Service (ExternalName) with the certificate of <service>.<namespace>.svc', async () => {
+    await ok(['create', 'service', 'externalname', 'hooks', '-n', 'hooked', '--external-name=127.0.0.1']);
+    await ok(['create', '-f', '-'], validating('by-service', [
+      { ...webhook('svc.orch.test', '/svc', ['configmaps']), clientConfig: { service: { namespace: 'hooked', name: 'hooks', path: '/svc', port }, caBundle } },
+    ]));
+    await ok(['create', 'configmap', 'via-service', '-n', 'plain']);
+    assert.equal(reviewsAt('/svc').at(-1)?.request['name'], 'via-service');
+    await ok(['delete', 'validatingwebhookconfiguration', 'by-service']);
+  });
+
+  it('reinvokes an IfNeeded webhook once a later webhook changed the object', async () => {
+    await ok(['create', '-f', '-'], mutating('a-count', [webhook('count.orch.test', '/count', ['configmaps'], { reinvocationPolicy: 'IfNeeded' })]));
+    await ok(['create', '-f', '-'], mutating('b-late', [webhook('late.orch.test', '/late', ['configmaps'])]));
+    await ok(['create', 'configmap', 'reinvoked', '-n', 'plain']);
+    const cm = await json(['get', 'configmap', 'reinvoked', '-n', 'plain']);
+    assert.equal(cm.metadata.annotations.late, 'set');
+    assert.equal(cm.metadata.annotations.count, '2', 'called, then called again after b-late changed the object');
+    await ok(['delete', 'mutatingwebhookconfiguration', 'a-count', 'b-late']);
+  });
+});
