@@ -125,9 +125,10 @@ export function kindVerbs(kind: KindDecl): string[] {
   return [...new Set(kind.verbs ?? DEFAULT_VERBS)].sort();
 }
 
-const SUBRESOURCE_VERBS: Record<'status' | 'finalize', string[]> = {
+const SUBRESOURCE_VERBS: Record<'status' | 'finalize' | 'approval', string[]> = {
   status: ['get', 'patch', 'update'],
   finalize: ['update'],
+  approval: ['get', 'patch', 'update'],
 };
 
 /** A subresource as discovery and OpenAPI list it. */
@@ -143,8 +144,9 @@ export interface SubresourceInfo {
 /** The subresources a kind serves, in name order, with their verbs. */
 export function kindSubresources(kind: KindDecl): SubresourceInfo[] {
   const out: SubresourceInfo[] = [];
-  if (kind.subresources?.finalize) out.push({ name: 'finalize', verbs: SUBRESOURCE_VERBS.finalize, type: 'write' });
-  if (kind.subresources?.status) out.push({ name: 'status', verbs: SUBRESOURCE_VERBS.status, type: 'write' });
+  for (const name of ['approval', 'finalize', 'status'] as const) {
+    if (kind.subresources?.[name]) out.push({ name, verbs: SUBRESOURCE_VERBS[name], type: 'write' });
+  }
   for (const [name, a] of Object.entries(kind.actions ?? {})) {
     const b = a.bodyKinds[0]!;
     const other = b.group !== kind.group || b.version !== kind.version;

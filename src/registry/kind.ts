@@ -221,6 +221,8 @@ export interface KindDecl {
   subresources?: {
     status?: SubresourceStrategy;
     finalize?: SubresourceStrategy;
+    /** certificatesigningrequests/approval: the Approved and Denied conditions. */
+    approval?: SubresourceStrategy;
   };
   /** Create-only subresources taking a body of another kind (binding, eviction). */
   actions?: Record<string, ActionSubresource>;

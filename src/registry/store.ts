@@ -658,7 +658,7 @@ export class ResourceStore {
     this.checkNamespace(scope, obj);
     const oldMeta = old.metadata ?? {};
     const ctx = this.ctx(scope, subresource);
-    const sub = subresource === '' ? undefined : this.decl.subresources?.[subresource as 'status' | 'finalize'];
+    const sub = subresource === '' ? undefined : this.decl.subresources?.[subresource as 'status' | 'finalize' | 'approval'];
     if (subresource !== '' && !sub) throw apiErrors.notFound(this.gr, name);
     if (oldMeta.generation !== undefined) meta.generation = oldMeta.generation;
     else delete meta.generation;

@@ -17,7 +17,7 @@ import type * as X509 from '@peculiar/x509';
  * needed to generate certificates: it is loaded on the first generation, not when stored ones are reused.
  */
 let x509Module: Promise<typeof X509> | undefined;
-function loadX509(): Promise<typeof X509> {
+export function loadX509(): Promise<typeof X509> {
   x509Module ??= (async () => {
     await import('reflect-metadata');
     const x509 = await import('@peculiar/x509');

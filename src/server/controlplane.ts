@@ -43,6 +43,9 @@ import { limitRanger } from '../registry/admission/limitranger.js';
 import { defaultStorageClass } from '../registry/admission/default-storage-class.js';
 import { pvcResize } from '../registry/admission/pvc-resize.js';
 import { taintNodesByCondition } from '../registry/admission/taint-nodes.js';
+import { certificateApproval, certificateSigning, certificateSubjectRestriction } from '../registry/admission/certificates.js';
+import { signingCAFromClientCA, startCsrSigningController } from './controllers/csr-signing.js';
+import { startCsrApprovingController } from './controllers/csr-approving.js';
 import { mutatingWebhookAdmission, validatingWebhookAdmission, type WebhookAdmissionDeps } from '../registry/admission/webhook.js';
 import { parsePodSecurityConfig, podSecurity } from '../registry/admission/podsecurity/index.js';
 import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
@@ -139,7 +142,12 @@ export function serverConfigFrom(o: ServerOptions, logger?: (message: string) =>
 /** Opens the storage and builds the server; nothing listens until start(). */
 export async function createControlPlane(
   options: ServerOptions,
-  overrides: { securePort?: number; logger?: (message: string) => void } = {},
+  overrides: {
+    securePort?: number;
+    logger?: (message: string) => void;
+    /** The csrsigning controller's duration and backdate (controller-manager options document 2 lacks): for tests. */
+    csrSigning?: { durationSeconds?: number; backdateSeconds?: number };
+  } = {},
 ): Promise<ControlPlane> {
   servedKinds(BUILTIN_KINDS, options.runtimeConfig); // validates --runtime-config before anything opens
   const logger = overrides.logger ?? loggerFrom(options);
@@ -289,6 +297,9 @@ export async function createControlPlane(
       if (server.flowControl) controllers.push(await startApfConfigController(registry, server.flowControl, log));
       if (options.enableGarbageCollector) controllers.push(startGarbageCollector(registry, log));
       controllers.push(startNodeLifecycleController(registry, { log }));
+      controllers.push(startCsrApprovingController(registry, () => authz, log));
+      const signingCA = signingCAFromClientCA(options.clientCaFile);
+      if (signingCA) controllers.push(startCsrSigningController(registry, { ...signingCA, ...overrides.csrSigning }, log));
       if (options.featureGates.APIServerIdentity) {
         controllers.push(
           startIdentityLease(registry, {
@@ -376,6 +387,10 @@ function admissionPlugins(
   if (on.has('DefaultStorageClass')) plugins.push(defaultStorageClass(storageClasses));
   if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
   if (on.has('PersistentVolumeClaimResize')) plugins.push(pvcResize(storageClasses));
+  const authorizer = () => registry().settings.authorizer;
+  if (on.has('CertificateApproval')) plugins.push(certificateApproval(authorizer));
+  if (on.has('CertificateSigning')) plugins.push(certificateSigning(authorizer));
+  if (on.has('CertificateSubjectRestriction')) plugins.push(certificateSubjectRestriction());
   // Last in Kubernetes' order: the admission webhooks, then ResourceQuota.
   if (on.has('MutatingAdmissionWebhook') || on.has('ValidatingAdmissionWebhook')) {
     const deps = (resource: string): WebhookAdmissionDeps => ({

@@ -250,6 +250,7 @@ describe('aggregated discovery documents', () => {
       'admissionregistration.k8s.io',
       'authentication.k8s.io',
       'authorization.k8s.io',
+      'certificates.k8s.io',
       'coordination.k8s.io',
       'events.k8s.io',
       'flowcontrol.apiserver.k8s.io',

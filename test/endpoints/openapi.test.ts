@@ -214,6 +214,8 @@ describe('OpenAPI v3', () => {
       'apis/authentication.k8s.io/v1',
       'apis/authorization.k8s.io',
       'apis/authorization.k8s.io/v1',
+      'apis/certificates.k8s.io',
+      'apis/certificates.k8s.io/v1',
       'apis/coordination.k8s.io',
       'apis/coordination.k8s.io/v1',
       'apis/events.k8s.io',
