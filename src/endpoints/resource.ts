@@ -192,7 +192,10 @@ async function serveSubresourceHandler(
     if (info.verb !== 'create') throw methodNotAllowed(store, req.method ?? '');
     scope.dryRun = dryRun(query, 'CreateOptions');
     const body = await decodeActionBody(req, action, deps.registry.definitions);
+    const warnings: string[] = [];
+    await store.admitAction(scope, info.name, info.subresource, body, warnings);
     const answer = await action.create(ctx, info.name, body);
+    setWarnings(res, warnings);
     return writeBody(res, answer.status, answer.body, out);
   }
   const connector = decl.connectors![info.subresource]!;

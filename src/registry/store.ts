@@ -267,6 +267,29 @@ export class ResourceStore {
 
   // ---- create -----------------------------------------------------------------------------------------
 
+  /**
+   * Admission of a create-only subresource (binding, eviction, token): the mutating then the validating
+   * plugins see the request's body as the object, with the subresource named. The caller then runs the action.
+   */
+  async admitAction(scope: RequestScope, name: string, subresource: string, body: KObject, warnings: string[] = []): Promise<void> {
+    const admission = this.deps.admission;
+    if (!admission) return;
+    const attrs = (): AdmissionAttributes => ({
+      operation: 'CREATE',
+      decl: this.decl,
+      namespace: scope.namespace,
+      name,
+      subresource,
+      object: body,
+      user: scope.user,
+      dryRun: !!scope.dryRun,
+      warnings,
+      annotate: auditAnnotator(scope),
+    });
+    await admission.mutate?.(attrs());
+    await admission.validate?.(attrs());
+  }
+
   /** A create of a kind that is never stored (decl.compute): the hook validates and answers; nothing is written. */
   async compute(scope: RequestScope, input: KObject): Promise<KObject> {
     if (!this.decl.compute) throw apiErrors.internal(`${this.decl.kind} is a stored kind`);

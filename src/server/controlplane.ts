@@ -43,6 +43,19 @@ import { limitRanger } from '../registry/admission/limitranger.js';
 import { defaultStorageClass } from '../registry/admission/default-storage-class.js';
 import { pvcResize } from '../registry/admission/pvc-resize.js';
 import { taintNodesByCondition } from '../registry/admission/taint-nodes.js';
+import { alwaysAdmit, alwaysDeny } from '../registry/admission/always.js';
+import { namespaceAutoProvision, namespaceExists } from '../registry/admission/namespace-exists.js';
+import { alwaysPullImages } from '../registry/admission/always-pull-images.js';
+import { nodeRestriction } from '../registry/admission/node-restriction.js';
+import { parsePodNodeSelectorConfig, podNodeSelector } from '../registry/admission/pod-node-selector.js';
+import { parsePodTolerationRestrictionConfig, podTolerationRestriction } from '../registry/admission/pod-toleration-restriction.js';
+import {
+  denyServiceExternalIPs,
+  extendedResourceToleration,
+  limitPodHardAntiAffinityTopology,
+  persistentVolumeLabel,
+  securityContextDeny,
+} from '../registry/admission/pod-restrictions.js';
 import { certificateApproval, certificateSigning, certificateSubjectRestriction } from '../registry/admission/certificates.js';
 import { signingCAFromClientCA, startCsrSigningController } from './controllers/csr-signing.js';
 import { startCsrApprovingController } from './controllers/csr-approving.js';
@@ -365,17 +378,29 @@ function admissionPlugins(
   const on = new Set(options.admissionPlugins);
   const plugins: Admission[] = [];
   void pluginConfig; // read by the plugins that take configuration, as they are added
+  const pods = () => registry().store('', 'v1', 'pods');
+  if (on.has('AlwaysAdmit')) plugins.push(alwaysAdmit());
+  if (on.has('NamespaceAutoProvision')) plugins.push(namespaceAutoProvision(namespaces));
   if (on.has('NamespaceLifecycle')) plugins.push(namespaceLifecycle(namespaces));
+  if (on.has('NamespaceExists')) plugins.push(namespaceExists(namespaces));
+  if (on.has('SecurityContextDeny')) plugins.push(securityContextDeny());
+  if (on.has('LimitPodHardAntiAffinityTopology')) plugins.push(limitPodHardAntiAffinityTopology());
   if (on.has('LimitRanger')) plugins.push(limitRanger(() => registry().store('', 'v1', 'limitranges')));
   if (on.has('ServiceAccount')) {
     const mountToken = () => registry().settings.serviceAccountTokens !== undefined;
     plugins.push(serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces, mountToken }));
   }
+  if (on.has('NodeRestriction')) plugins.push(nodeRestriction(pods));
   if (on.has('TaintNodesByCondition')) plugins.push(taintNodesByCondition());
+  if (on.has('AlwaysPullImages')) plugins.push(alwaysPullImages());
   if (on.has('PodSecurity')) {
     const cfg = pluginConfig('PodSecurity');
     const config = cfg ? parsePodSecurityConfig(cfg.object, cfg.source) : undefined;
     plugins.push(podSecurity({ namespaces, pods: () => registry().store('', 'v1', 'pods'), ...(config ? { config } : {}) }));
+  }
+  if (on.has('PodNodeSelector')) {
+    const cfg = pluginConfig('PodNodeSelector');
+    plugins.push(podNodeSelector(namespaces, cfg ? parsePodNodeSelectorConfig(cfg.object, cfg.source) : undefined));
   }
   if (on.has('Priority')) plugins.push(priorityAdmission(() => registry().store('scheduling.k8s.io', 'v1', 'priorityclasses')));
   if (on.has('DefaultTolerationSeconds')) {
@@ -383,10 +408,17 @@ function admissionPlugins(
       defaultTolerationSeconds({ notReadySeconds: options.defaultNotReadyTolerationSeconds, unreachableSeconds: options.defaultUnreachableTolerationSeconds }),
     );
   }
+  if (on.has('PodTolerationRestriction')) {
+    const cfg = pluginConfig('PodTolerationRestriction');
+    plugins.push(podTolerationRestriction(namespaces, cfg ? parsePodTolerationRestrictionConfig(cfg.object, cfg.source) : undefined));
+  }
+  if (on.has('ExtendedResourceToleration')) plugins.push(extendedResourceToleration());
+  if (on.has('PersistentVolumeLabel')) plugins.push(persistentVolumeLabel());
   const storageClasses = () => registry().store('storage.k8s.io', 'v1', 'storageclasses');
   if (on.has('DefaultStorageClass')) plugins.push(defaultStorageClass(storageClasses));
   if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
   if (on.has('PersistentVolumeClaimResize')) plugins.push(pvcResize(storageClasses));
+  if (on.has('DenyServiceExternalIPs')) plugins.push(denyServiceExternalIPs());
   const authorizer = () => registry().settings.authorizer;
   if (on.has('CertificateApproval')) plugins.push(certificateApproval(authorizer));
   if (on.has('CertificateSigning')) plugins.push(certificateSigning(authorizer));
@@ -404,5 +436,6 @@ function admissionPlugins(
     if (on.has('MutatingAdmissionWebhook')) plugins.push(mutatingWebhookAdmission(deps('mutatingwebhookconfigurations')));
     if (on.has('ValidatingAdmissionWebhook')) plugins.push(validatingWebhookAdmission(deps('validatingwebhookconfigurations')));
   }
+  if (on.has('AlwaysDeny')) plugins.push(alwaysDeny());
   return plugins;
 }

@@ -49,7 +49,7 @@ export const SERVER_FEATURE_GATES: readonly FeatureGateSpec[] = FEATURE_GATES;
  * The admission plugins that work so far. The others of the default-enabled list are not run yet (the README
  * says so); naming one in --enable-admission-plugins is refused as not implemented.
  */
-export const IMPLEMENTED_ADMISSION_PLUGINS: readonly string[] = ['NamespaceLifecycle', 'ServiceAccount', 'StorageObjectInUseProtection', 'DefaultTolerationSeconds', 'Priority', 'LimitRanger', 'DefaultStorageClass', 'PersistentVolumeClaimResize', 'TaintNodesByCondition', 'PodSecurity', 'MutatingAdmissionWebhook', 'ValidatingAdmissionWebhook', 'CertificateApproval', 'CertificateSigning', 'CertificateSubjectRestriction'];
+export const IMPLEMENTED_ADMISSION_PLUGINS: readonly string[] = ['NamespaceLifecycle', 'ServiceAccount', 'StorageObjectInUseProtection', 'DefaultTolerationSeconds', 'Priority', 'LimitRanger', 'DefaultStorageClass', 'PersistentVolumeClaimResize', 'TaintNodesByCondition', 'PodSecurity', 'AlwaysAdmit', 'AlwaysDeny', 'NamespaceExists', 'NamespaceAutoProvision', 'AlwaysPullImages', 'DenyServiceExternalIPs', 'ExtendedResourceToleration', 'LimitPodHardAntiAffinityTopology', 'PodNodeSelector', 'PodTolerationRestriction', 'SecurityContextDeny', 'NodeRestriction', 'PersistentVolumeLabel', 'MutatingAdmissionWebhook', 'ValidatingAdmissionWebhook', 'CertificateApproval', 'CertificateSigning', 'CertificateSubjectRestriction'];
 
 export const DEFAULT_ADMISSION_PLUGINS: readonly string[] = [
   'NamespaceLifecycle',

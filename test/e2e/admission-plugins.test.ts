@@ -1,0 +1,240 @@
+/**
+ * The optional admission plugins of document 2, through kubectl (and raw requests where kubectl has no
+ * verb) against one server started with all of them enabled (a second, small one for AlwaysDeny and
+ * NamespaceExists without NamespaceLifecycle): NamespaceAutoProvision, AlwaysPullImages,
+ * DenyServiceExternalIPs, ExtendedResourceToleration, LimitPodHardAntiAffinityTopology, PodNodeSelector
+ * (configuration file and namespace annotation), PodTolerationRestriction (namespace annotations),
+ * SecurityContextDeny, NodeRestriction (as a node user through impersonation), PersistentVolumeLabel and
+ * AlwaysAdmit (accepted), AlwaysDeny and NamespaceExists.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { requireBinary } from '../helpers/binaries.js';
+import { startCluster, type TestCluster } from '../helpers/cluster.js';
+
+const present = requireBinary(undefined, 'kubectl') !== null;
+if (!present && process.env.CI === 'true') throw new Error('kubectl is required under CI=true');
+const skip = !present && 'kubectl not installed';
+
+const PLUGINS = [
+  'AlwaysAdmit',
+  'NamespaceAutoProvision',
+  'AlwaysPullImages',
+  'DenyServiceExternalIPs',
+  'ExtendedResourceToleration',
+  'LimitPodHardAntiAffinityTopology',
+  'PodNodeSelector',
+  'PodTolerationRestriction',
+  'SecurityContextDeny',
+  'NodeRestriction',
+  'PersistentVolumeLabel',
+];
+
+const ADMISSION = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodNodeSelector
+  configuration:
+    podNodeSelectorPluginConfig:
+      listed: "env=prod"
+`;
+
+const pod = (name: string, ns: string, spec = '', container = '', meta = '') => `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  namespace: ${ns}
+${meta}spec:
+${spec}  containers:
+  - name: app
+    image: busybox:1.36
+${container}`;
+
+describe('kubectl: optional admission plugins', { skip }, () => {
+  let c: TestCluster;
+  let dir: string;
+  const run = (args: string[], input?: string) => c.kubectl(args, input === undefined ? {} : { input });
+  const ok = async (args: string[], input?: string) => {
+    const r = await run(args, input);
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const json = async (args: string[]) => JSON.parse(await ok([...args, '-o', 'json']));
+  const refused = async (args: string[], input?: string) => {
+    const r = await run(args, input);
+    assert.notEqual(r.code, 0, `kubectl ${args.join(' ')} should have failed: ${r.stdout}`);
+    return r.stderr;
+  };
+  const AS_NODE = ['--as', 'system:node:n1', '--as-group', 'system:nodes', '--as-group', 'system:authenticated'];
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'orch-admission-plugins-'));
+    writeFileSync(join(dir, 'admission.yaml'), ADMISSION);
+    c = await startCluster([`--enable-admission-plugins=${PLUGINS.join(',')}`, `--admission-control-config-file=${join(dir, 'admission.yaml')}`]);
+  });
+  after(async () => {
+    await c?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('NamespaceAutoProvision creates the namespace of an object created in a missing one', async () => {
+    await refused(['get', 'namespace', 'auto']);
+    await ok(['create', 'configmap', 'cm', '-n', 'auto', '--from-literal=a=b']);
+    const ns = await json(['get', 'namespace', 'auto']);
+    assert.equal(ns.status.phase, 'Active');
+    // Not for dry runs: the object is then refused (NamespaceLifecycle) and no namespace is made.
+    assert.match(await refused(['create', 'configmap', 'cm', '-n', 'dry', '--from-literal=a=b', '--dry-run=server']), /namespaces "dry" not found/);
+    await refused(['get', 'namespace', 'dry']);
+  });
+
+  it('AlwaysPullImages sets imagePullPolicy Always on every container', async () => {
+    await ok(['apply', '-f', '-'], pod('pull', 'default', '  initContainers:\n  - {name: init, image: busybox:1.36, imagePullPolicy: Never}\n', '    imagePullPolicy: IfNotPresent\n'));
+    const p = await json(['get', 'pod', 'pull']);
+    assert.equal(p.spec.containers[0].imagePullPolicy, 'Always');
+    assert.equal(p.spec.initContainers[0].imagePullPolicy, 'Always');
+  });
+
+  it('DenyServiceExternalIPs refuses services with external IPs', async () => {
+    const svc = (ips: string) => `apiVersion: v1\nkind: Service\nmetadata: {name: ext}\nspec:\n  ports: [{port: 80}]\n${ips}`;
+    const stderr = await refused(['apply', '-f', '-'], svc('  externalIPs: [192.0.2.10]\n'));
+    assert.match(stderr, /services "ext" is forbidden: use of external IPs is denied by admission control/);
+    await ok(['apply', '-f', '-'], svc(''));
+  });
+
+  it('ExtendedResourceToleration tolerates the taints of requested extended resources', async () => {
+    const res = '    resources: {requests: {example.com/gpu: "1"}, limits: {example.com/gpu: "1"}}\n';
+    await ok(['apply', '-f', '-'], pod('gpu', 'default', '', res));
+    const p = await json(['get', 'pod', 'gpu']);
+    assert.ok(
+      p.spec.tolerations.some((t: any) => t.key === 'example.com/gpu' && t.operator === 'Exists' && t.effect === 'NoSchedule'),
+      JSON.stringify(p.spec.tolerations),
+    );
+  });
+
+  it('LimitPodHardAntiAffinityTopology allows only kubernetes.io/hostname in required anti-affinity', async () => {
+    const affinity = (key: string) =>
+      `  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - {topologyKey: ${key}, labelSelector: {matchLabels: {app: x}}}\n`;
+    const stderr = await refused(['apply', '-f', '-'], pod('anti', 'default', affinity('topology.kubernetes.io/zone')));
+    assert.match(
+      stderr,
+      /pods "anti" is forbidden: affinity\.PodAntiAffinity\.RequiredDuringScheduling has TopologyKey topology\.kubernetes\.io\/zone but only key kubernetes\.io\/hostname is allowed/,
+    );
+    await ok(['apply', '-f', '-'], pod('anti', 'default', affinity('kubernetes.io/hostname')));
+  });
+
+  it('SecurityContextDeny refuses pods that set runAsUser, fsGroup or seLinuxOptions', async () => {
+    let stderr = await refused(['apply', '-f', '-'], pod('sc', 'default', '  securityContext: {runAsUser: 1000}\n'));
+    assert.match(stderr, /pods "sc" is forbidden: pod\.Spec\.SecurityContext\.RunAsUser is forbidden/);
+    stderr = await refused(['apply', '-f', '-'], pod('sc', 'default', '', '    securityContext: {seLinuxOptions: {level: "s0"}}\n'));
+    assert.match(stderr, /pods "sc" is forbidden: SecurityContext\.SELinuxOptions is forbidden/);
+    await ok(['apply', '-f', '-'], pod('sc', 'default', '  securityContext: {runAsNonRoot: true}\n'));
+  });
+
+  it('PodNodeSelector merges the namespace selector and enforces the configured whitelist', async () => {
+    await ok(['create', 'namespace', 'sel']);
+    await ok(['annotate', 'namespace', 'sel', 'scheduler.alpha.kubernetes.io/node-selector=env=prod,tier=web']);
+    await ok(['apply', '-f', '-'], pod('merged', 'sel', '  nodeSelector: {disk: ssd}\n'));
+    const p = await json(['get', 'pod', 'merged', '-n', 'sel']);
+    assert.deepEqual(p.spec.nodeSelector, { env: 'prod', tier: 'web', disk: 'ssd' });
+    let stderr = await refused(['apply', '-f', '-'], pod('clash', 'sel', '  nodeSelector: {env: dev}\n'));
+    assert.match(stderr, /pods "clash" is forbidden: pod node label selector conflicts with its namespace node label selector/);
+    await ok(['create', 'namespace', 'listed']);
+    await ok(['apply', '-f', '-'], pod('inlist', 'listed', '  nodeSelector: {env: prod}\n'));
+    stderr = await refused(['apply', '-f', '-'], pod('outlist', 'listed', '  nodeSelector: {disk: ssd}\n'));
+    assert.match(stderr, /pods "outlist" is forbidden: pod node label selector labels conflict with its namespace whitelist/);
+  });
+
+  it('PodTolerationRestriction adds namespace default tolerations and enforces the whitelist', async () => {
+    await ok(['create', 'namespace', 'tol']);
+    await ok([
+      'annotate',
+      'namespace',
+      'tol',
+      'scheduler.alpha.kubernetes.io/defaultTolerations=[{"key":"dedicated","operator":"Equal","value":"team","effect":"NoSchedule"}]',
+      'scheduler.alpha.kubernetes.io/tolerationsWhitelist=[{"key":"dedicated","operator":"Exists"},{"key":"node.kubernetes.io/not-ready","operator":"Exists"},{"key":"node.kubernetes.io/unreachable","operator":"Exists"},{"key":"node.kubernetes.io/memory-pressure","operator":"Exists"}]',
+    ]);
+    await ok(['apply', '-f', '-'], pod('tolerant', 'tol', '', '    resources: {requests: {memory: 10Mi}}\n'));
+    const p = await json(['get', 'pod', 'tolerant', '-n', 'tol']);
+    const keys = p.spec.tolerations.map((t: any) => t.key);
+    assert.ok(keys.includes('dedicated'), JSON.stringify(p.spec.tolerations));
+    assert.ok(keys.includes('node.kubernetes.io/memory-pressure'), 'a Burstable pod tolerates memory pressure');
+    const stderr = await refused(['apply', '-f', '-'], pod('intolerant', 'tol', '  tolerations: [{key: other, operator: Exists}]\n'));
+    assert.match(stderr, /pods "intolerant" is forbidden: pod tolerations \(possibly merged with namespace default tolerations\) conflict with its namespace whitelist/);
+  });
+
+  describe('NodeRestriction (as system:node:n1)', () => {
+    it('a node may write only its own Node, and not restricted labels or taints', async () => {
+      const node = (name: string, labels = '') => `apiVersion: v1\nkind: Node\nmetadata:\n  name: ${name}\n${labels}`;
+      await ok([...AS_NODE, 'create', '-f', '-'], node('n1', '  labels: {kubernetes.io/hostname: n1, example.com/rack: r1}\n'));
+      let stderr = await refused([...AS_NODE, 'create', '-f', '-'], node('n2'));
+      assert.match(stderr, /nodes "n2" is forbidden: node "n1" is not allowed to modify node "n2"/);
+      stderr = await refused([...AS_NODE, 'create', '-f', '-'], node('n1b'));
+      assert.match(stderr, /node "n1" is not allowed to modify node "n1b"/);
+      stderr = await refused([...AS_NODE, 'label', 'node', 'n1', 'node-restriction.kubernetes.io/trusted=yes']);
+      assert.match(stderr, /nodes "n1" is forbidden: is not allowed to modify labels: node-restriction\.kubernetes\.io\/trusted/);
+      stderr = await refused([...AS_NODE, 'label', 'node', 'n1', 'kubernetes.io/role=master']);
+      assert.match(stderr, /is not allowed to modify labels: kubernetes\.io\/role/);
+      await ok([...AS_NODE, 'label', 'node', 'n1', 'node.kubernetes.io/pool=a', 'example.com/rack=r2', '--overwrite']);
+      stderr = await refused([...AS_NODE, 'taint', 'node', 'n1', 'k=v:NoSchedule']);
+      assert.match(stderr, /node "n1" is not allowed to modify taints/);
+      // The admin may.
+      await ok(['label', 'node', 'n1', 'node-restriction.kubernetes.io/trusted=yes']);
+    });
+
+    it('a node may create only mirror pods bound to itself, and delete and evict only its own pods', async () => {
+      const mirror = "  annotations: {kubernetes.io/config.mirror: abc}\n";
+      let stderr = await refused([...AS_NODE, 'create', '-f', '-'], pod('plain', 'default', '  nodeName: n1\n'));
+      assert.match(stderr, /pods "plain" is forbidden: pod does not have "kubernetes\.io\/config\.mirror" annotation, node "n1" can only create mirror pods/);
+      stderr = await refused([...AS_NODE, 'create', '-f', '-'], pod('elsewhere', 'default', '  nodeName: n2\n', '', mirror));
+      assert.match(stderr, /node "n1" can only create pods with spec\.nodeName set to itself/);
+      stderr = await refused([...AS_NODE, 'create', '-f', '-'], pod('secretive', 'default', '  nodeName: n1\n  volumes: [{name: s, secret: {secretName: x}}]\n', '', mirror));
+      assert.match(stderr, /node "n1" can not create pods that reference secrets/);
+      await ok([...AS_NODE, 'create', '-f', '-'], pod('static', 'default', '  nodeName: n1\n  automountServiceAccountToken: false\n', '', mirror));
+      await ok(['apply', '-f', '-'], pod('other', 'default', '  nodeName: n2\n'));
+      stderr = await refused([...AS_NODE, 'delete', 'pod', 'other', '--wait=false']);
+      assert.match(stderr, /pods "other" is forbidden: node "n1" can only delete pods with spec\.nodeName set to itself/);
+      const evict = await c.request('POST', '/api/v1/namespaces/default/pods/other/eviction', {
+        body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'other', namespace: 'default' } },
+        headers: { 'Impersonate-User': 'system:node:n1', 'Impersonate-Group': 'system:nodes' },
+      });
+      assert.equal(evict.status, 403, evict.text);
+      assert.match(evict.json.message, /node n1 can only evict pods with spec\.nodeName set to itself/);
+      await ok([...AS_NODE, 'delete', 'pod', 'static', '--wait=false']);
+    });
+
+    it('a node may write only its own Lease, in kube-node-lease', async () => {
+      const lease = (name: string, ns: string) =>
+        `apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: ${name}, namespace: ${ns}}\nspec: {holderIdentity: ${name}}\n`;
+      await ok([...AS_NODE, 'create', '-f', '-'], lease('n1', 'kube-node-lease'));
+      let stderr = await refused([...AS_NODE, 'create', '-f', '-'], lease('n2', 'kube-node-lease'));
+      assert.match(stderr, /can only access node lease with the same name as the requesting node/);
+      stderr = await refused([...AS_NODE, 'create', '-f', '-'], lease('n1', 'default'));
+      assert.match(stderr, /can only access leases in the "kube-node-lease" system namespace/);
+    });
+  });
+});
+
+describe('kubectl: AlwaysDeny and NamespaceExists', { skip }, () => {
+  let c: TestCluster;
+  before(async () => {
+    c = await startCluster(['--disable-admission-plugins=NamespaceLifecycle', '--enable-admission-plugins=NamespaceExists,AlwaysDeny']);
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  it('NamespaceExists refuses objects in a missing namespace; AlwaysDeny refuses every write', async () => {
+    let r = await c.kubectl(['create', 'configmap', 'cm', '-n', 'ghost', '--from-literal=a=b']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /namespaces "ghost" not found/);
+    r = await c.kubectl(['create', 'configmap', 'cm', '-n', 'default', '--from-literal=a=b']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /configmaps "cm" is forbidden: admission control is denying all modifications/);
+    r = await c.kubectl(['get', 'configmaps', '-n', 'default']);
+    assert.equal(r.code, 0, r.stderr);
+  });
+});
