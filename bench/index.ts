@@ -6,6 +6,7 @@ import { benchApi } from './api.js';
 import { benchAudit } from './audit.js';
 import { benchPodStart } from './podstart.js';
 import { benchAuthz } from './authz.js';
+import { benchContainerd } from './containerd.js';
 import { benchStartup } from './startup.js';
 import { benchStorage } from './storage.js';
 
@@ -16,6 +17,7 @@ const benches: Record<string, (scale: number) => Promise<unknown>> = {
   audit: benchAudit,
   podstart: benchPodStart,
   authz: benchAuthz,
+  containerd: benchContainerd,
 };
 
 const scale = Number(process.env.BENCH_SCALE ?? '1');

@@ -10,7 +10,7 @@ import { CriRuntime } from '../../src/agent/runtime/cri.js';
 import { CriClient } from '../../src/agent/runtime/cri/client.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
-import { BUSYBOX_IMAGE, leftovers, missingPrograms, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, missingPrograms, startContainerd, unmountUnder, type ContainerdHarness } from '../helpers/containerd.js';
 import { startAgent, type TestAgent } from '../helpers/agent.js';
 import { waitFor } from './runtime-contract.js';
 
@@ -65,7 +65,11 @@ void describe('orchlet pods on containerd (kubectl)', { skip: missing.length > 0
       await h.stop();
       assert.deepEqual(leftovers(h), [], 'the harness left nothing behind');
     }
-    for (const r of roots) await rm(r, { recursive: true, force: true });
+    // The agent left its pods running (as on SIGTERM): their tmpfs volumes are still mounted.
+    for (const r of roots) {
+      unmountUnder(r);
+      await rm(r, { recursive: true, force: true });
+    }
   });
 
   void it('mounts ConfigMap, Secret and downwardAPI volumes into the container and sets env from them', async () => {

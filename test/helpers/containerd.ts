@@ -377,6 +377,11 @@ function mountsUnder(prefix: string): string[] {
   return out.sort((a, b) => b.length - a.length);
 }
 
+/** Lazily unmounts every mount at or under `prefix` (volumes an agent left mounted, such as tmpfs secrets of pods it left running). */
+export function unmountUnder(prefix: string): void {
+  for (const mp of mountsUnder(prefix)) spawnSync('umount', ['-l', mp]);
+}
+
 function rmdirIfEmpty(path: string): void {
   try {
     rmdirSync(path);

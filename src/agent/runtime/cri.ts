@@ -195,17 +195,27 @@ export class CriRuntime implements Runtime {
 
   async removePodSandbox(id: string): Promise<void> {
     let containers: cri.Container[];
+    let ready: boolean;
     try {
-      await this.client.podSandboxStatus(id);
+      ready = (await this.client.podSandboxStatus(id)).status?.state === 'SANDBOX_READY';
       containers = await this.client.listContainers({ podSandboxId: id });
     } catch (err) {
       const e = runtimeErrorOf(err);
       if (e.code === 'NotFound') return;
       throw e;
     }
-    await this.stopPodSandbox(id, 0);
+    // A sandbox the agent stopped already (the usual case: terminated, then removed) is not stopped
+    // again, unless the runtime refuses to remove it (say its network is still set up).
+    const stopped = !ready && !containers.some((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_UNKNOWN');
+    if (!stopped) await this.stopPodSandbox(id, 0);
     const logs = await Promise.all(containers.map((c) => this.client.containerStatus(c.id).then((s) => s.status?.logPath, () => undefined)));
-    await criCall(this.client.removePodSandbox(id));
+    try {
+      await this.client.removePodSandbox(id);
+    } catch (err) {
+      if (!stopped || runtimeErrorOf(err).code === 'NotFound') throw runtimeErrorOf(err);
+      await this.stopPodSandbox(id, 0);
+      await criCall(this.client.removePodSandbox(id));
+    }
     for (const c of containers) this.forget(c.id, c.podSandboxId);
     await Promise.all(logs.filter((p): p is string => !!p).map((p) => rm(p, { force: true })));
     const parent = this.cgroupParents.get(id);
