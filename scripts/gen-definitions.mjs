@@ -74,6 +74,7 @@ const byName = { 'x-kubernetes-patch-merge-key': 'name', 'x-kubernetes-patch-str
 /** Extensions of fields, as 1.23's types.go tags them (patchStrategy, patchMergeKey, listType, listMapKey). */
 const FIELD_EXTENSIONS = {
   V1StorageClass: { allowedTopologies: { 'x-kubernetes-list-type': 'atomic' } },
+  V1Scheduling: { nodeSelector: { 'x-kubernetes-map-type': 'atomic' }, tolerations: { 'x-kubernetes-list-type': 'atomic' } },
   V1MutatingWebhookConfiguration: { webhooks: byName },
   V1ValidatingWebhookConfiguration: { webhooks: byName },
   V1Container: containerLists,
@@ -195,6 +196,10 @@ const GVK = {
   V1LimitRangeList: ['', 'LimitRangeList', 'v1'],
   V1StorageClass: ['storage.k8s.io', 'StorageClass', 'v1'],
   V1StorageClassList: ['storage.k8s.io', 'StorageClassList', 'v1'],
+  V1RuntimeClass: ['node.k8s.io', 'RuntimeClass', 'v1'],
+  V1RuntimeClassList: ['node.k8s.io', 'RuntimeClassList', 'v1'],
+  V1IngressClass: ['networking.k8s.io', 'IngressClass', 'v1'],
+  V1IngressClassList: ['networking.k8s.io', 'IngressClassList', 'v1'],
   V1MutatingWebhookConfiguration: ['admissionregistration.k8s.io', 'MutatingWebhookConfiguration', 'v1'],
   V1MutatingWebhookConfigurationList: ['admissionregistration.k8s.io', 'MutatingWebhookConfigurationList', 'v1'],
   V1ValidatingWebhookConfiguration: ['admissionregistration.k8s.io', 'ValidatingWebhookConfiguration', 'v1'],
@@ -214,6 +219,8 @@ function definitionName(cls) {
   if (cls === 'V1Eviction') return 'io.k8s.api.policy.v1.Eviction';
   if ((m = /^V1(PriorityClass(List)?)$/.exec(cls))) return `io.k8s.api.scheduling.v1.${m[1]}`;
   if ((m = /^V1(StorageClass(List)?)$/.exec(cls))) return `io.k8s.api.storage.v1.${m[1]}`;
+  if ((m = /^V1(RuntimeClass(List)?|Overhead|Scheduling)$/.exec(cls))) return `io.k8s.api.node.v1.${m[1]}`;
+  if ((m = /^V1(IngressClass(List|Spec|ParametersReference)?)$/.exec(cls))) return `io.k8s.api.networking.v1.${m[1]}`;
   if ((m = /^AdmissionregistrationV1(.+)$/.exec(cls))) return `io.k8s.api.admissionregistration.v1.${m[1]}`;
   if ((m = /^V1((Mutating|Validating)Webhook.*|RuleWithOperations)$/.exec(cls))) return `io.k8s.api.admissionregistration.v1.${m[1]}`;
   if (cls === 'V1Condition') return `${META}Condition`;
@@ -353,6 +360,12 @@ emit(join(repo, 'src/registry/kinds/limitrange/definitions.ts'), 'LIMIT_RANGE_DE
 
 const storageClass = await generate(['V1StorageClass', 'V1StorageClassList'], new Set());
 emit(join(repo, 'src/registry/kinds/storageclass/definitions.ts'), 'STORAGE_CLASS_DEFINITIONS', HEADER('StorageClass'), storageClass);
+
+const runtimeClass = await generate(['V1RuntimeClass', 'V1RuntimeClassList'], new Set());
+emit(join(repo, 'src/registry/kinds/runtimeclass/definitions.ts'), 'RUNTIME_CLASS_DEFINITIONS', HEADER('RuntimeClass'), runtimeClass);
+
+const ingressClass = await generate(['V1IngressClass', 'V1IngressClassList'], new Set());
+emit(join(repo, 'src/registry/kinds/ingressclass/definitions.ts'), 'INGRESS_CLASS_DEFINITIONS', HEADER('IngressClass'), ingressClass);
 
 // admissionregistration.k8s.io v1 (1.22 stopped serving v1beta1).
 const webhooks = await generate(

@@ -44,6 +44,7 @@ import { defaultStorageClass } from '../registry/admission/default-storage-class
 import { pvcResize } from '../registry/admission/pvc-resize.js';
 import { taintNodesByCondition } from '../registry/admission/taint-nodes.js';
 import { alwaysAdmit, alwaysDeny } from '../registry/admission/always.js';
+import { runtimeClassAdmission } from '../registry/admission/runtimeclass.js';
 import { namespaceAutoProvision, namespaceExists } from '../registry/admission/namespace-exists.js';
 import { alwaysPullImages } from '../registry/admission/always-pull-images.js';
 import { nodeRestriction } from '../registry/admission/node-restriction.js';
@@ -418,6 +419,7 @@ function admissionPlugins(
   if (on.has('DefaultStorageClass')) plugins.push(defaultStorageClass(storageClasses));
   if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
   if (on.has('PersistentVolumeClaimResize')) plugins.push(pvcResize(storageClasses));
+  if (on.has('RuntimeClass')) plugins.push(runtimeClassAdmission(() => registry().store('node.k8s.io', 'v1', 'runtimeclasses')));
   if (on.has('DenyServiceExternalIPs')) plugins.push(denyServiceExternalIPs());
   const authorizer = () => registry().settings.authorizer;
   if (on.has('CertificateApproval')) plugins.push(certificateApproval(authorizer));

@@ -4,7 +4,8 @@
  * NamespaceExists without NamespaceLifecycle): NamespaceAutoProvision, AlwaysPullImages,
  * DenyServiceExternalIPs, ExtendedResourceToleration, LimitPodHardAntiAffinityTopology, PodNodeSelector
  * (configuration file and namespace annotation), PodTolerationRestriction (namespace annotations),
- * SecurityContextDeny, NodeRestriction (as a node user through impersonation), PersistentVolumeLabel and
+ * SecurityContextDeny, NodeRestriction (as a node user through impersonation), RuntimeClass (with its kind),
+ * PersistentVolumeLabel and
  * AlwaysAdmit (accepted), AlwaysDeny and NamespaceExists.
  */
 import { after, before, describe, it } from 'node:test';
@@ -164,6 +165,33 @@ describe('kubectl: optional admission plugins', { skip }, () => {
     assert.ok(keys.includes('node.kubernetes.io/memory-pressure'), 'a Burstable pod tolerates memory pressure');
     const stderr = await refused(['apply', '-f', '-'], pod('intolerant', 'tol', '  tolerations: [{key: other, operator: Exists}]\n'));
     assert.match(stderr, /pods "intolerant" is forbidden: pod tolerations \(possibly merged with namespace default tolerations\) conflict with its namespace whitelist/);
+  });
+
+  it('RuntimeClass: the kind, and pods naming a class get its overhead, node selector and tolerations', async () => {
+    await ok(['apply', '-f', '-'], `apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: sandboxed}
+handler: runsc
+overhead: {podFixed: {cpu: 250m, memory: 64Mi}}
+scheduling:
+  nodeSelector: {sandbox: "true"}
+  tolerations: [{key: sandbox, operator: Exists, effect: NoSchedule}]
+`);
+    const table = await ok(['get', 'runtimeclass', 'sandboxed']);
+    assert.match(table, /^NAME\s+HANDLER\s+AGE\nsandboxed\s+runsc\s+\S+\n$/);
+    await ok(['apply', '-f', '-'], pod('sandboxed', 'default', '  runtimeClassName: sandboxed\n  nodeSelector: {disk: ssd}\n'));
+    const p = await json(['get', 'pod', 'sandboxed']);
+    assert.deepEqual(p.spec.overhead, { cpu: '250m', memory: '64Mi' });
+    assert.deepEqual(p.spec.nodeSelector, { disk: 'ssd', sandbox: 'true' });
+    assert.ok(p.spec.tolerations.some((t: any) => t.key === 'sandbox' && t.effect === 'NoSchedule'), JSON.stringify(p.spec.tolerations));
+    let stderr = await refused(['apply', '-f', '-'], pod('noclass', 'default', '  runtimeClassName: nope\n'));
+    assert.match(stderr, /pods "noclass" is forbidden: pod rejected: RuntimeClass "nope" not found/);
+    stderr = await refused(['apply', '-f', '-'], pod('clash', 'default', '  runtimeClassName: sandboxed\n  nodeSelector: {sandbox: "false"}\n'));
+    assert.match(stderr, /conflict: runtimeClass\.scheduling\.nodeSelector\[sandbox\] = true; pod\.spec\.nodeSelector\[sandbox\] = false/);
+    stderr = await refused(['apply', '-f', '-'], pod('overhead', 'default', '  overhead: {cpu: 1}\n'));
+    assert.match(stderr, /pod rejected: Overhead set without corresponding RuntimeClass defined Overhead/);
+    stderr = await refused(['patch', 'runtimeclass', 'sandboxed', '--type=merge', '-p', '{"handler":"runc"}']);
+    assert.match(stderr, /handler: Invalid value: "runc": field is immutable/);
   });
 
   describe('NodeRestriction (as system:node:n1)', () => {

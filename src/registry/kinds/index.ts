@@ -22,6 +22,7 @@ import { limitRangeKind } from './limitrange/index.js';
 import { storageClassKind } from './storageclass/index.js';
 import { ADMISSION_REGISTRATION_KINDS } from './admissionregistration/index.js';
 import { csrKind } from './certificates/index.js';
+import { runtimeClassKind } from './runtimeclass/index.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -43,8 +44,9 @@ export { limitRangeKind } from './limitrange/index.js';
 export { storageClassKind } from './storageclass/index.js';
 export { ADMISSION_REGISTRATION_KINDS } from './admissionregistration/index.js';
 export { csrKind } from './certificates/index.js';
+export { runtimeClassKind } from './runtimeclass/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, csrKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, csrKind, runtimeClassKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
