@@ -8,6 +8,7 @@ import type { Definitions } from './schema.js';
 import { ResourceStore, type Admission } from './store.js';
 import { WatchCache } from './cacher/watchcache.js';
 import { groupResourceName } from './cacher/sizes.js';
+import { storageEncoding } from './storagecodec.js';
 import { kindFieldManager } from './fieldmanager.js';
 
 export interface RegistryConfig {
@@ -23,6 +24,8 @@ export interface RegistryConfig {
   /** The watch cache size of a resource (cacher/sizes.ts); absent or 0: no cache, reads go to storage. */
   watchCacheSize?: (group: string, resource: string) => number;
   log?: (message: string) => void;
+  /** --storage-media-type (storagecodec.ts); default application/json. */
+  storageMediaType?: string;
 }
 
 export class Registry {
@@ -53,6 +56,7 @@ export class Registry {
         settings: this.settings,
         ...(cfg.deleteCollectionWorkers ? { deleteCollectionWorkers: cfg.deleteCollectionWorkers } : {}),
         ...(watchCache ? { watchCache } : {}),
+        storageEncoding: storageEncoding(cfg.storageMediaType ?? 'application/json'),
         fieldManager: kindFieldManager(decl, cfg.kinds),
       });
       this.stores.set(`${decl.group}/${decl.version}/${decl.resource}`, store);

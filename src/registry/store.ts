@@ -26,6 +26,7 @@ import { FieldSet, pe, refSchema, trackUpdate } from './managedfields.js';
 import type { KindFieldManager } from './fieldmanager.js';
 import type { Definitions } from './schema.js';
 import { encodeWithResourceVersion } from './rawjson.js';
+import { decodeStored, encodeStored, isStoredJSON, type StorageEncoding } from './storagecodec.js';
 import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
 import type { WatchCache } from './cacher/watchcache.js';
 import { CacheWatch } from './cacher/cachewatch.js';
@@ -88,6 +89,8 @@ export interface StoreDeps {
   deleteCollectionWorkers?: number;
   /** The watch cache of the stored resource (cacher/): lists, gets and watches with a resourceVersion read it. */
   watchCache?: WatchCache;
+  /** --storage-media-type as an encoding (storagecodec.ts); default json. Values are read in any encoding. */
+  storageEncoding?: StorageEncoding;
   /** The kind's zero value and versions, for managedFields (fieldmanager.ts); default: `{}`, one version. */
   fieldManager?: KindFieldManager;
 }
@@ -190,11 +193,11 @@ export class ResourceStore {
     const obj = this.decl.storedAs ? this.decl.storedAs.toStored(input) : input;
     const meta = obj.metadata ?? {};
     const { resourceVersion: _rv, selfLink: _sl, ...rest } = meta;
-    return Buffer.from(JSON.stringify({ ...obj, metadata: rest }));
+    return encodeStored({ ...obj, metadata: rest }, this.deps.storageEncoding ?? 'json');
   }
 
   decode(kv: KeyValue, revision = kv.modRevision): KObject {
-    const parsed = JSON.parse(utf8(kv.value)) as KObject;
+    const parsed = decodeStored(kv.value);
     const obj = this.decl.storedAs ? this.decl.storedAs.fromStored(parsed) : parsed;
     // Stored objects carry no resourceVersion (encode drops it), so it lands last in metadata, as before.
     const meta = obj.metadata;
@@ -204,6 +207,17 @@ export class ResourceStore {
       obj.metadata = { ...(meta ?? {}), resourceVersion: String(revision) };
     }
     return obj;
+  }
+
+  /**
+   * A value read from storage, as JSON when that is free: stored JSON as it is; a protobuf or YAML value that the
+   * watch cache holds (as JSON, cacher/watchcache.ts) at the same revision, the cache's copy. A key's modRevision
+   * names one value, so both are the same object; reads then cost what they cost with JSON storage.
+   */
+  private readable(kv: KeyValue): KeyValue {
+    if (isStoredJSON(kv.value)) return kv;
+    const cached = this.deps.watchCache?.get(kv.key);
+    return cached && cached.modRevision === kv.modRevision && isStoredJSON(cached.value) ? cached : kv;
   }
 
   /** A lease granted for a TTL, reused by writes for a while so that not every write grants one. */
@@ -385,7 +399,7 @@ export class ResourceStore {
   // ---- get --------------------------------------------------------------------------------------------
 
   async get(scope: RequestScope, name: string, resourceVersion?: string): Promise<KObject> {
-    return this.decode(await this.getKV(scope, name, resourceVersion));
+    return this.decode(this.readable(await this.getKV(scope, name, resourceVersion)));
   }
 
   /**
@@ -393,8 +407,8 @@ export class ResourceStore {
    * newline) when the stored text allows it without decoding; else the decoded object.
    */
   async getJSON(scope: RequestScope, name: string, resourceVersion?: string): Promise<Buffer | KObject> {
-    const kv = await this.getKV(scope, name, resourceVersion);
-    if (this.decl.storedAs) return this.decode(kv);
+    const kv = this.readable(await this.getKV(scope, name, resourceVersion));
+    if (this.decl.storedAs || !isStoredJSON(kv.value)) return this.decode(kv);
     return encodeWithResourceVersion(kv.value, String(kv.modRevision)) ?? this.decode(kv);
   }
 
@@ -500,7 +514,7 @@ export class ResourceStore {
         let last: string | undefined;
         for (const kv of page.kvs) {
           last = kv.key;
-          const obj = this.decode(kv);
+          const obj = this.decode(this.readable(kv));
           if (!filtered || this.matches(obj, opts)) items.push(obj);
           if (limit && items.length === limit) break;
         }
@@ -911,9 +925,6 @@ export class ResourceStore {
 }
 
 /** The text of stored bytes, without copying them first. */
-function utf8(v: Uint8Array): string {
-  return Buffer.isBuffer(v) ? v.toString('utf8') : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8');
-}
 
 /** apimachinery's ValidateListOptions for resourceVersionMatch. */
 export function validateListOptions(opts: ListOptions): FieldError[] {

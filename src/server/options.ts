@@ -116,10 +116,10 @@ export const IMPLEMENTED_AUTHORIZATION_MODES: readonly string[] = ['AlwaysAllow'
 
 export const STORAGE_MEDIA_TYPES: readonly string[] = [
   'application/json',
+  'application/yaml',
   'application/vnd.orch.protobuf',
   'application/vnd.kubernetes.protobuf',
 ];
-const PROTOBUF_MEDIA_TYPES = ['application/vnd.orch.protobuf', 'application/vnd.kubernetes.protobuf'];
 
 const NODE_ADDRESS_TYPES = ['Hostname', 'InternalDNS', 'InternalIP', 'ExternalDNS', 'ExternalIP'];
 const OIDC_SIGNING_ALGS = ['RS256', 'RS384', 'RS512', 'ES256', 'ES384', 'ES512', 'PS256', 'PS384', 'PS512'];
@@ -466,7 +466,7 @@ export const SERVER_FLAGS = [
       'storage-media-type',
       'enum',
       'application/vnd.orch.protobuf',
-      `Media type used to store objects; some resources or backends ignore it. One of ${STORAGE_MEDIA_TYPES.join(', ')} (protobuf is not implemented yet: objects are stored as JSON).`,
+      `Media type used to store objects; kinds without a protobuf encoding are stored as JSON. One of ${STORAGE_MEDIA_TYPES.join(', ')}. Stored values are read whatever encoding they were written in.`,
       { status: S, values: STORAGE_MEDIA_TYPES },
     ),
     flag('tracing-config-file', 'string', undefined, 'Tracing configuration file.'),
@@ -967,9 +967,6 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   // Options that are supported only in part.
   for (const mode of opts.authorizationMode) {
     if (!IMPLEMENTED_AUTHORIZATION_MODES.includes(mode)) throw notImplemented('authorization-mode', `mode ${mode}`);
-  }
-  if (parsed.explicit.has('storage-media-type') && PROTOBUF_MEDIA_TYPES.includes(opts.storageMediaType)) {
-    throw notImplemented('storage-media-type', opts.storageMediaType);
   }
   for (const p of fields.enableAdmissionPlugins) {
     if (!IMPLEMENTED_ADMISSION_PLUGINS.includes(p)) throw notImplemented('enable-admission-plugins', `plugin ${p}`);

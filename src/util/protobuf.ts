@@ -52,6 +52,10 @@ export interface FieldDescriptor {
   readonly scalar: boolean;
   /** Written only when set (a field later Kubernetes versions removed, so their clients never write it). */
   readonly writeOnlyIfSet: boolean;
+  /** The position in its message's `fields`. */
+  readonly index: number;
+  /** The message of a message-typed field, resolved on first use. */
+  resolved?: MessageDescriptor;
 }
 
 /** Messages whose JSON form is not an object of their fields. */
@@ -63,7 +67,8 @@ export interface MessageDescriptor {
   readonly fields: readonly FieldDescriptor[];
   /** In field-number order (the order gogo writes). */
   readonly byNumber: readonly FieldDescriptor[];
-  readonly lookup: ReadonlyMap<number, FieldDescriptor>;
+  /** Field number → field (a sparse array). */
+  readonly lookup: readonly (FieldDescriptor | undefined)[];
   readonly custom?: CustomCodec;
 }
 
@@ -106,10 +111,13 @@ function build(name: string): MessageDescriptor | undefined {
       inline: flags.includes('i'),
       scalar: SCALARS.has(type),
       writeOnlyIfSet: WRITE_ONLY_IF_SET.has(`${name}.${json}`),
+      index: fields.length,
     });
   }
   const byNumber = [...fields].sort((a, b) => a.no - b.no);
-  return { name, fields, byNumber, lookup: new Map(fields.map((f) => [f.no, f])), ...(custom ? { custom } : {}) };
+  const lookup: (FieldDescriptor | undefined)[] = [];
+  for (const f of fields) lookup[f.no] = f;
+  return { name, fields, byNumber, lookup, ...(custom ? { custom } : {}) };
 }
 
 /** The descriptor of a message ('core.v1.Pod', 'meta.v1.ObjectMeta', ...), or undefined. */
@@ -257,7 +265,18 @@ class Reader {
 
   string(): string {
     const start = this.span();
-    return this.buf.toString('utf8', start, this.pos);
+    const end = this.pos;
+    // Short ASCII strings (most of Kubernetes' keys and values) without a call into C++.
+    if (end - start <= 24) {
+      let out = '';
+      for (let i = start; i < end; i++) {
+        const c = this.buf[i]!;
+        if (c >= 0x80) return this.buf.toString('utf8', start, end);
+        out += String.fromCharCode(c);
+      }
+      return out;
+    }
+    return this.buf.toString('utf8', start, end);
   }
 
   double(): number {
@@ -416,8 +435,17 @@ const GO_ZERO_TIME_SECONDS = -62135596800;
 const pad2 = (n: number) => (n < 10 ? '0' : '') + n;
 
 /** Go's metav1.Time JSON: null for the zero time (an empty message, or 0001-01-01T00:00:00Z). */
+let lastTime = { seconds: NaN, nanos: NaN, micro: false, text: '' };
+
 function formatTime(seconds: number, nanos: number, micro: boolean): string | null {
   if (seconds === GO_ZERO_TIME_SECONDS && nanos === 0) return null;
+  if (seconds === lastTime.seconds && (micro ? nanos === lastTime.nanos : true) && micro === lastTime.micro) return lastTime.text;
+  const text = formatTimeText(seconds, nanos, micro);
+  lastTime = { seconds, nanos, micro, text };
+  return text;
+}
+
+function formatTimeText(seconds: number, nanos: number, micro: boolean): string {
   const d = new Date(seconds * 1000);
   if (Number.isNaN(d.getTime())) throw new ProtobufDecodeError(`time out of range: ${seconds}s`);
   const base =
@@ -610,20 +638,22 @@ function decodeValue(d: MessageDescriptor, r: Reader, end: number): Json {
   return decodeFields(d, r, end);
 }
 
-function decodeNested(type: string, r: Reader, wire: number, what: string): Json {
-  if (wire !== WIRE_BYTES) throw new ProtobufDecodeError(`wire type ${wire} for message field ${what}`);
+function fieldMessage(f: FieldDescriptor): MessageDescriptor {
+  return (f.resolved ??= descriptor(f.type));
+}
+
+function decodeNested(f: FieldDescriptor, r: Reader, wire: number): Json {
+  if (wire !== WIRE_BYTES) throw new ProtobufDecodeError(`wire type ${wire} for message field ${f.json}`);
   const start = r.span();
   const end = r.pos;
   r.pos = start;
-  const v = decodeValue(descriptor(type), r, end);
+  const v = decodeValue(fieldMessage(f), r, end);
   r.pos = end;
   return v;
 }
 
-function emptyValue(type: string): Json {
-  const d = descriptor(type);
-  const r = new Reader(EMPTY);
-  return decodeValue(d, r, 0);
+function emptyValue(f: FieldDescriptor): Json {
+  return decodeValue(fieldMessage(f), new Reader(EMPTY), 0);
 }
 const EMPTY = Buffer.alloc(0);
 
@@ -638,45 +668,46 @@ function decodeMapEntry(f: FieldDescriptor, r: Reader, out: JsonObject): void {
     const no = tag >>> 3;
     const wire = tag & 7;
     if (no === 1) key = decodeScalar('string', wire, r) as string;
-    else if (no === 2) value = f.scalar ? decodeScalar(f.type, wire, r) : decodeNested(f.type, r, wire, f.json);
+    else if (no === 2) value = f.scalar ? decodeScalar(f.type, wire, r) : decodeNested(f, r, wire);
     else r.skip(wire);
   }
   r.pos = end;
-  out[key] = value === undefined ? (f.scalar ? zeroScalar(f.type) : emptyValue(f.type)) : value;
+  out[key] = value === undefined ? (f.scalar ? zeroScalar(f.type) : emptyValue(f)) : value;
 }
 
 function decodeFields(d: MessageDescriptor, r: Reader, end: number): JsonObject {
-  const seen = new Map<FieldDescriptor, Json>();
+  const seen: Json[] = new Array<Json>(d.fields.length);
+  const lookup = d.lookup;
   while (r.pos < end) {
     const key = r.varint();
     const wire = key & 7;
-    const f = d.lookup.get(Math.floor(key / 8));
+    const f = lookup[Math.floor(key / 8)];
     if (!f) {
       r.skip(wire); // unknown fields are dropped, as Go's typed decoding does
       continue;
     }
     if (f.map) {
       if (wire !== WIRE_BYTES) throw new ProtobufDecodeError(`wire type ${wire} for map field ${f.json}`);
-      let m = seen.get(f) as JsonObject | undefined;
-      if (!m) seen.set(f, (m = {}));
+      let m = seen[f.index] as JsonObject | undefined;
+      if (!m) seen[f.index] = m = {};
       decodeMapEntry(f, r, m);
       continue;
     }
-    const value = f.scalar ? decodeScalar(f.type, wire, r) : decodeNested(f.type, r, wire, f.json);
+    const value = f.scalar ? decodeScalar(f.type, wire, r) : decodeNested(f, r, wire);
     if (f.repeated) {
-      const list = seen.get(f) as Json[] | undefined;
+      const list = seen[f.index] as Json[] | undefined;
       if (list) list.push(value);
-      else seen.set(f, [value]);
-    } else seen.set(f, value);
+      else seen[f.index] = [value];
+    } else seen[f.index] = value;
   }
   if (r.pos !== end) throw new ProtobufDecodeError('field runs past the end of its message');
 
   // Build the object in Go struct order, applying encoding/json's rules.
   const out: JsonObject = {};
   for (const f of d.fields) {
-    const v = seen.get(f);
+    const v = seen[f.index];
     if (f.inline) {
-      Object.assign(out, v === undefined ? emptyValue(f.type) : v);
+      Object.assign(out, v === undefined ? emptyValue(f) : v);
       continue;
     }
     if (f.map || f.repeated) {
@@ -694,7 +725,7 @@ function decodeFields(d: MessageDescriptor, r: Reader, end: number): JsonObject 
     }
     // A message: pointers only when set; structs always (a zero time as null).
     if (v !== undefined) out[f.json] = v;
-    else if (f.presence !== 'pointer') out[f.json] = emptyValue(f.type);
+    else if (f.presence !== 'pointer') out[f.json] = emptyValue(f);
   }
   return out;
 }
@@ -867,9 +898,9 @@ function writeValue(w: Writer, d: MessageDescriptor, v: Json, what: string): voi
   writeFields(w, d, (v ?? {}) as JsonObject, what);
 }
 
-function writeMessage(w: Writer, no: number, type: string, v: Json, what: string): void {
+function writeMessage(w: Writer, no: number, f: FieldDescriptor, v: Json, what: string): void {
   const mark = w.begin(no);
-  writeValue(w, descriptor(type), v, what);
+  writeValue(w, fieldMessage(f), v, what);
   w.end(mark);
 }
 
@@ -881,7 +912,7 @@ function compareKeys(a: string, b: string): number {
 function writeFields(w: Writer, d: MessageDescriptor, obj: JsonObject, path: string): void {
   for (const f of d.byNumber) {
     if (f.inline) {
-      writeMessage(w, f.no, f.type, obj, path);
+      writeMessage(w, f.no, f, obj, path);
       continue;
     }
     const v = obj[f.json];
@@ -895,7 +926,7 @@ function writeFields(w: Writer, d: MessageDescriptor, obj: JsonObject, path: str
         const mark = w.begin(f.no);
         w.string(1, k);
         if (f.scalar) writeScalar(w, 2, f.type, m[k], `${path}.${f.json}[${k}]`);
-        else writeMessage(w, 2, f.type, m[k], `${path}.${f.json}[${k}]`);
+        else writeMessage(w, 2, f, m[k], `${path}.${f.json}[${k}]`);
         w.end(mark);
       }
       continue;
@@ -905,14 +936,14 @@ function writeFields(w: Writer, d: MessageDescriptor, obj: JsonObject, path: str
       if (!Array.isArray(v)) throw new ProtobufEncodeError(`${path}.${f.json} is not a list`);
       for (let i = 0; i < v.length; i++) {
         if (f.scalar) writeScalar(w, f.no, f.type, v[i], `${path}.${f.json}[${i}]`);
-        else writeMessage(w, f.no, f.type, v[i], `${path}.${f.json}[${i}]`);
+        else writeMessage(w, f.no, f, v[i], `${path}.${f.json}[${i}]`);
       }
       continue;
     }
     if (f.presence === 'pointer' && (v === undefined || v === null)) continue;
     if (f.writeOnlyIfSet && (v === undefined || v === null || isZeroScalar(v))) continue;
     if (f.scalar) writeScalar(w, f.no, f.type, v, `${path}.${f.json}`);
-    else writeMessage(w, f.no, f.type, v, `${path}.${f.json}`);
+    else writeMessage(w, f.no, f, v, `${path}.${f.json}`);
   }
 }
 

@@ -383,8 +383,9 @@ void describe('server options: validation', () => {
 
   void it('checks --storage-media-type', () => {
     refused(['--storage-media-type=text/plain'], /^invalid value "text\/plain" for --storage-media-type: must be one of application\/json, /);
-    refused(['--storage-media-type=application/vnd.orch.protobuf'], '--storage-media-type: application/vnd.orch.protobuf not implemented yet');
-    refused(['--storage-media-type=application/vnd.kubernetes.protobuf'], /not implemented yet/);
+    for (const t of ['application/json', 'application/yaml', 'application/vnd.orch.protobuf', 'application/vnd.kubernetes.protobuf']) {
+      assert.equal(parseServerOptions([`--storage-media-type=${t}`]).storageMediaType, t);
+    }
   });
 
   void it('checks other values', () => {

@@ -11,6 +11,7 @@
  * revision and every watcher is ended, so that clients watch again (and re-list when they are too old),
  * as the cacher's terminateAllWatchers does. While it (re)lists the cache is not ready: readers go to storage.
  */
+import { decodeStored, isStoredJSON } from '../storagecodec.js';
 import { StorageError } from '../../storage/errors.js';
 import type { KV, KeyValue, Watch as StorageWatch, WatchEvent as StorageEvent } from '../../storage/interface.js';
 import type { KObject } from '../kind.js';
@@ -358,9 +359,18 @@ export class WatchCache {
 
 /**
  * The KeyValue to keep: values that are views into a much larger buffer (a whole storage response) are
- * copied, so that keeping one object does not keep the response alive.
+ * copied, so that keeping one object does not keep the response alive. Values stored as protobuf or YAML
+ * (--storage-media-type) are kept as compact JSON, decoded once here: reads from the cache, and storage reads
+ * of the same revision (ResourceStore.readable), then answer without decoding (rawjson.ts), as with JSON storage.
  */
 function compact(kv: KeyValue): KeyValue {
+  if (kv.value.length > 0 && !isStoredJSON(kv.value)) {
+    try {
+      return { ...kv, value: Buffer.from(JSON.stringify(decodeStored(kv.value))) };
+    } catch {
+      // Not decodable: kept as stored; reads report the problem.
+    }
+  }
   const v = kv.value;
   if (v.buffer.byteLength <= v.byteLength * 2 + 64) return kv;
   const copy = Buffer.allocUnsafeSlow(v.byteLength);
