@@ -61,6 +61,8 @@ import { certificateApproval, certificateSigning, certificateSubjectRestriction 
 import { signingCAFromClientCA, startCsrSigningController } from './controllers/csr-signing.js';
 import { startCsrApprovingController } from './controllers/csr-approving.js';
 import { mutatingWebhookAdmission, validatingWebhookAdmission, type WebhookAdmissionDeps } from '../registry/admission/webhook.js';
+import { resourceQuotaAdmission, parseQuotaConfig } from '../registry/admission/quota.js';
+import { startResourceQuotaController } from './controllers/resourcequota.js';
 import { parsePodSecurityConfig, podSecurity } from '../registry/admission/podsecurity/index.js';
 import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
 import {
@@ -312,6 +314,7 @@ export async function createControlPlane(
       if (server.flowControl) controllers.push(await startApfConfigController(registry, server.flowControl, log));
       if (options.enableGarbageCollector) controllers.push(startGarbageCollector(registry, log));
       controllers.push(startNodeLifecycleController(registry, { log }));
+      controllers.push(startResourceQuotaController(registry, { log }));
       controllers.push(startCsrApprovingController(registry, () => authz, log));
       const signingCA = signingCAFromClientCA(options.clientCaFile);
       if (signingCA) controllers.push(startCsrSigningController(registry, { ...signingCA, ...overrides.csrSigning }, log));
@@ -379,7 +382,6 @@ function admissionPlugins(
 ): Admission[] {
   const on = new Set(options.admissionPlugins);
   const plugins: Admission[] = [];
-  void pluginConfig; // read by the plugins that take configuration, as they are added
   const pods = () => registry().store('', 'v1', 'pods');
   if (on.has('AlwaysAdmit')) plugins.push(alwaysAdmit());
   if (on.has('NamespaceAutoProvision')) plugins.push(namespaceAutoProvision(namespaces));
@@ -438,6 +440,9 @@ function admissionPlugins(
     });
     if (on.has('MutatingAdmissionWebhook')) plugins.push(mutatingWebhookAdmission(deps('mutatingwebhookconfigurations')));
     if (on.has('ValidatingAdmissionWebhook')) plugins.push(validatingWebhookAdmission(deps('validatingwebhookconfigurations')));
+  }
+  if (on.has('ResourceQuota')) {
+    plugins.push(resourceQuotaAdmission({ quotas: () => registry().store('', 'v1', 'resourcequotas'), config: parseQuotaConfig(pluginConfig('ResourceQuota')) }));
   }
   if (on.has('AlwaysDeny')) plugins.push(alwaysDeny());
   return plugins;

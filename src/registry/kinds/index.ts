@@ -21,6 +21,7 @@ import { priorityClassKind } from './priorityclass/index.js';
 import { limitRangeKind } from './limitrange/index.js';
 import { storageClassKind } from './storageclass/index.js';
 import { ADMISSION_REGISTRATION_KINDS } from './admissionregistration/index.js';
+import { resourceQuotaKind } from './resourcequota/index.js';
 import { csrKind } from './certificates/index.js';
 import { runtimeClassKind } from './runtimeclass/index.js';
 
@@ -43,10 +44,11 @@ export { priorityClassKind } from './priorityclass/index.js';
 export { limitRangeKind } from './limitrange/index.js';
 export { storageClassKind } from './storageclass/index.js';
 export { ADMISSION_REGISTRATION_KINDS } from './admissionregistration/index.js';
+export { resourceQuotaKind } from './resourcequota/index.js';
 export { csrKind } from './certificates/index.js';
 export { runtimeClassKind } from './runtimeclass/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, csrKind, runtimeClassKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, resourceQuotaKind, csrKind, runtimeClassKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
