@@ -4,13 +4,20 @@
  * The server (bin/orch-apiserver) and the agent (bin/orchlet, built-in process runtime) each run
  * as their own process. Two runs: `--orch-api-qps=50 --orch-api-burst=100` and the defaults (5/10);
  * each reports p50, p99 and the slowest pod, and the pod status PATCHes the server received
- * (its apiserver_request_total), per pod. Target: p99 under 500 ms at 50/100.
+ * (its apiserver_request_total), per pod, and the CPU time the agent, the server and this process
+ * (the client: creates and the watch) used per pod from the first create until the last pod was seen
+ * Running. Target: p99 under 500 ms at 50/100.
+ *
+ * BENCH_PODSTART_RUNS=N repeats each setting N times (a fresh node and namespace each time);
+ * BENCH_PODSTART_ONLY=qps50 or =defaults runs one setting; BENCH_PODSTART_DEBUG=1 prints the
+ * timeline of each run; BENCH_AGENT_LOG=<prefix> keeps each agent's stderr in <prefix>.<node> and
+ * the wall-clock create and Running times in <prefix>.<node>.json.
  *
  * The pods opt out of the service account token volume (automountServiceAccountToken: false) so
  * the figures measure the agent's start and status path, not token issuance.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -103,6 +110,7 @@ async function startAgent(server: BenchServer, dir: string, node: string, qpsArg
   ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
+  if (process.env.BENCH_AGENT_LOG) child.stderr.pipe(createWriteStream(`${process.env.BENCH_AGENT_LOG}.${node}`));
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (c: string) => (err += c.length > 0 && err.length < 1_000_000 ? c : ''));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -170,10 +178,12 @@ interface RunResult {
   max: number;
   posts: number;
   pods: number;
+  /** CPU ms per pod from the first create until the last pod was seen Running. */
+  cpuPerPod: { agent: number; server: number; client: number };
 }
 
-async function runOnce(server: BenchServer, client: Client, dir: string, label: string, qpsArgs: string[], n: number): Promise<RunResult> {
-  const ns = `podstart-${label.replace(/[^a-z0-9]/g, '')}`;
+async function runOnce(server: BenchServer, client: Client, dir: string, label: string, qpsArgs: string[], n: number, run = 0): Promise<RunResult> {
+  const ns = `podstart-${label.replace(/[^a-z0-9]/g, '')}${run > 0 ? `-${run}` : ''}`;
   await client.expect(201, 'POST', '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
   await waitNamespaceSA(client, ns);
   // A node of its own per run: an agent sees only its own pods.
@@ -182,10 +192,12 @@ async function runOnce(server: BenchServer, client: Client, dir: string, label: 
   try {
     await waitNodeReady(client, node);
     const running = new Map<string, number>();
+    const runningWall = new Map<string, number>();
     let allRunning!: () => void;
     const done = new Promise<void>((r) => (allRunning = r));
     const w = watchRunning(server, ns, (name, at) => {
       running.set(name, at);
+      runningWall.set(name, Date.now());
       if (running.size === n) allRunning();
     });
     await w.ready;
@@ -197,27 +209,37 @@ async function runOnce(server: BenchServer, client: Client, dir: string, label: 
     };
     const agentCpu0 = cpu(agent.child.pid);
     const serverCpu0 = (server.cpuUs() ?? 0) / 1000;
+    const clientCpu0 = process.cpuUsage();
     const sent = new Map<string, number>();
+    const sentWall = new Map<string, number>();
     const names = Array.from({ length: n }, (_, i) => `pod-${String(i).padStart(3, '0')}`);
     await Promise.all(
       names.map((name) => {
         sent.set(name, performance.now());
+        if (process.env.BENCH_AGENT_LOG) sentWall.set(name, Date.now());
         return client.expect(201, 'POST', `/api/v1/namespaces/${ns}/pods`, podBody(ns, name, node));
       }),
     );
     const createdAt = performance.now();
     const timeout = new Promise<void>((_r, reject) => setTimeout(() => reject(new Error(`${label}: only ${running.size}/${n} pods Running after 180 s`)), 180_000).unref());
     await Promise.race([done, timeout]);
+    const clientCpu = process.cpuUsage(clientCpu0);
+    const cpuPerPod = {
+      agent: (cpu(agent.child.pid) - agentCpu0) / n,
+      server: ((server.cpuUs() ?? 0) / 1000 - serverCpu0) / n,
+      client: (clientCpu.user + clientCpu.system) / 1000 / n,
+    };
     // let trailing status posts land before counting
     await new Promise((r) => setTimeout(r, 2000));
     const posts = (await statusPatches(client)) - postsBefore;
+    if (process.env.BENCH_AGENT_LOG) await writeFile(`${process.env.BENCH_AGENT_LOG}.${node}.json`, JSON.stringify({ sent: [...sentWall], running: [...runningWall] }));
     w.stop();
     const lat = names.map((nm) => running.get(nm)! - sent.get(nm)!).sort((a, b) => a - b);
     const t0 = Math.min(...sent.values());
     if (process.env.BENCH_PODSTART_DEBUG) {
       console.log(`  (${label}: creates answered after ${(createdAt - t0).toFixed(0)} ms, first Running ${(Math.min(...running.values()) - t0).toFixed(0)} ms, last ${(Math.max(...running.values()) - t0).toFixed(0)} ms; CPU agent ${cpu(agent.child.pid) - agentCpu0} ms, server ${((server.cpuUs() ?? 0) / 1000 - serverCpu0).toFixed(0)} ms)`);
     }
-    return { label, p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat[lat.length - 1]!, posts, pods: n };
+    return { label, p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat[lat.length - 1]!, posts, pods: n, cpuPerPod };
   } finally {
     await agent.stop();
   }
@@ -231,11 +253,20 @@ export async function benchPodStart(scale: number): Promise<RunResult[]> {
   const results: RunResult[] = [];
   console.log(`podstart: ${n} pods created at once on one orchlet (built-in process runtime, its own process); ${server.where}`);
   try {
-    results.push(await runOnce(server, client, dir, 'qps 50, burst 100', ['--orch-api-qps=50', '--orch-api-burst=100'], n));
-    results.push(await runOnce(server, client, dir, 'defaults (qps 5, burst 10)', [], n));
+    const runs = Math.max(1, Number(process.env.BENCH_PODSTART_RUNS ?? 1) || 1);
+    const only = process.env.BENCH_PODSTART_ONLY;
+    const settings: [string, string, string[]][] = [
+      ['qps50', 'qps 50, burst 100', ['--orch-api-qps=50', '--orch-api-burst=100']],
+      ['defaults', 'defaults (qps 5, burst 10)', []],
+    ];
+    for (const [key, label, args] of settings) {
+      if (only !== undefined && only !== '' && only !== key) continue;
+      for (let i = 0; i < runs; i++) results.push(await runOnce(server, client, dir, label, args, n, i));
+    }
     for (const r of results) {
+      const c = r.cpuPerPod;
       console.log(
-        `  ${r.label.padEnd(28)} p50 ${r.p50.toFixed(0).padStart(6)} ms   p99 ${r.p99.toFixed(0).padStart(6)} ms   slowest ${r.max.toFixed(0).padStart(6)} ms   status posts ${r.posts} (${(r.posts / r.pods).toFixed(2)} per pod)`,
+        `  ${r.label.padEnd(28)} p50 ${r.p50.toFixed(0).padStart(6)} ms   p99 ${r.p99.toFixed(0).padStart(6)} ms   slowest ${r.max.toFixed(0).padStart(6)} ms   status posts ${r.posts} (${(r.posts / r.pods).toFixed(2)} per pod)   CPU per pod: agent ${c.agent.toFixed(1)} ms, server ${c.server.toFixed(1)} ms, client ${c.client.toFixed(1)} ms`,
       );
     }
     console.log('  target: p99 under 500 ms at qps 50 / burst 100');

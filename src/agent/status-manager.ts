@@ -1,7 +1,7 @@
 // The status manager (kubelet's pkg/kubelet/status): the one place that holds the latest status of
-// every pod the agent runs. Pod workers write it after each sync; readers (the agent's future HTTP
-// server, tests) read copies. For now it lives in memory only; pushing statuses to the API server
-// (in the background, rate-limited, with mirror pods for static pods) is a later step.
+// every pod the agent runs. Pod workers write it after each sync; readers (the agent's HTTP server,
+// tests) read copies; status posting (status-sync.ts) and listeners see the stored entry itself,
+// read only, with its JSON computed once (no copy per reader on the path every pod start takes).
 import type { Pod, PodStatus } from './types.js';
 
 export interface PodStatusEntry {
@@ -9,20 +9,32 @@ export interface PodStatusEntry {
   status: PodStatus;
 }
 
-export type StatusListener = (uid: string, entry: PodStatusEntry | undefined) => void;
+/** An entry as stored: never to be changed by whoever reads it. */
+export interface StoredStatus extends Readonly<PodStatusEntry> {
+  /** JSON.stringify(status), computed once. */
+  readonly json: string;
+}
+
+/** Hears of each change; `entry` is the stored one (read only), undefined once the pod is removed. */
+export type StatusListener = (uid: string, entry: StoredStatus | undefined) => void;
 
 export class StatusManager {
-  private readonly entries = new Map<string, PodStatusEntry>();
+  private readonly entries = new Map<string, StoredStatus>();
   private readonly listeners = new Set<StatusListener>();
 
   /** Records a pod's status (a copy is kept); listeners hear about it only when it changed. */
   setPodStatus(pod: Pod, status: PodStatus): void {
     const uid = pod.metadata.uid;
-    const old = this.entries.get(uid);
-    if (old && JSON.stringify(old.status) === JSON.stringify(status)) return;
-    const entry = { pod: structuredClone(pod), status: structuredClone(status) };
+    const json = JSON.stringify(status);
+    if (this.entries.get(uid)?.json === json) return;
+    const entry: StoredStatus = { pod: structuredClone(pod), status: JSON.parse(json) as PodStatus, json };
     this.entries.set(uid, entry);
     this.notify(uid, entry);
+  }
+
+  /** The stored entry itself (no copy: read only), for readers on the hot path (status posting). */
+  peek(uid: string): StoredStatus | undefined {
+    return this.entries.get(uid);
   }
 
   getPodStatus(uid: string): PodStatus | undefined {
@@ -33,7 +45,7 @@ export class StatusManager {
   /** One pod's entry (a copy), or undefined. */
   getEntry(uid: string): PodStatusEntry | undefined {
     const e = this.entries.get(uid);
-    return e ? structuredClone(e) : undefined;
+    return e ? { pod: structuredClone(e.pod), status: structuredClone(e.status) } : undefined;
   }
 
   /** The UIDs of every pod with a status. */
@@ -43,7 +55,7 @@ export class StatusManager {
 
   /** Every pod with a status, keyed by UID. */
   all(): Map<string, PodStatusEntry> {
-    return new Map([...this.entries].map(([k, v]) => [k, structuredClone(v)]));
+    return new Map([...this.entries].map(([k, v]) => [k, { pod: structuredClone(v.pod), status: structuredClone(v.status) }]));
   }
 
   /** Forgets a pod (after it was deleted and cleaned up). */
@@ -57,10 +69,10 @@ export class StatusManager {
     return () => this.listeners.delete(listener);
   }
 
-  private notify(uid: string, entry: PodStatusEntry | undefined): void {
+  private notify(uid: string, entry: StoredStatus | undefined): void {
     for (const l of this.listeners) {
       try {
-        l(uid, entry ? structuredClone(entry) : undefined);
+        l(uid, entry);
       } catch {
         // a listener's failure is its own
       }
