@@ -79,6 +79,25 @@ void describe('CRI client', () => {
     }
   });
 
+  void it('sends image calls to --image-service-endpoint when it is set', async () => {
+    const imageServer = await v1alpha2Server(join(dir, 'images.sock'), {
+      'ImageService.ImageFsInfo': (_call, cb) => cb(null, { imageFilesystems: [{ timestamp: '1', fsId: { mountpoint: '/var/lib/images' }, usedBytes: { value: '42' } }] }),
+    });
+    try {
+      const client = await CriClient.connect({ runtimeEndpoint: `unix://${join(dir, 'old.sock')}`, imageEndpoint: `unix://${join(dir, 'images.sock')}`, requestTimeoutMs: 5000 });
+      try {
+        assert.equal((await client.version()).runtimeName, 'old-runtime');
+        assert.deepEqual((await client.imageFsInfo()).map((f) => f.fsId?.mountpoint), ['/var/lib/images']);
+      } finally {
+        client.close();
+      }
+      const none = await CriClient.connect({ runtimeEndpoint: `unix://${join(dir, 'old.sock')}`, imageEndpoint: join(dir, 'nobody.sock'), requestTimeoutMs: 2000 }).catch((e: unknown) => e);
+      assert.ok(none instanceof CriError && none.unavailable && none.method.startsWith('ImageService.'), String(none));
+    } finally {
+      imageServer.forceShutdown();
+    }
+  });
+
   void it('reports an endpoint nothing answers on as unavailable', async () => {
     const err = await CriClient.connect({ runtimeEndpoint: join(dir, 'nobody.sock'), requestTimeoutMs: 2000 }).catch((e: unknown) => e);
     assert.ok(err instanceof CriError, String(err));

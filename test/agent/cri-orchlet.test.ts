@@ -13,7 +13,7 @@ import { CriClient } from '../../src/agent/runtime/cri/client.js';
 import { parseLog } from '../../src/agent/runtime/crilog.js';
 import type { Pod } from '../../src/agent/types.js';
 import { requireBinary } from '../helpers/binaries.js';
-import { BUSYBOX_IMAGE, leftovers, missingPrograms, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, missingPrograms, PAUSE_IMAGE, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { waitFor } from './runtime-contract.js';
 
@@ -85,6 +85,23 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
         }),
       ),
     );
+    // --cgroup-root with the QoS hierarchy (--cgroups-per-qos) and CFS quota per --cpu-cfs-quota-period, seen from inside.
+    await writeFile(
+      join(manifests, 'limits.yaml'),
+      JSON.stringify(
+        pod('limits', {
+          restartPolicy: 'Never',
+          containers: [
+            {
+              name: 'c',
+              image: BUSYBOX_IMAGE,
+              command: ['sh', '-c', 'grep -E ":cpu[,:]" /proc/self/cgroup; cd /sys/fs/cgroup/cpu,cpuacct 2>/dev/null || cd /sys/fs/cgroup/cpu; echo "period $(cat cpu.cfs_period_us) quota $(cat cpu.cfs_quota_us) shares $(cat cpu.shares)"'],
+              resources: { requests: { cpu: '100m', memory: '16Mi' }, limits: { cpu: '250m', memory: '32Mi' } },
+            },
+          ],
+        }),
+      ),
+    );
     await writeFile(join(manifests, 'pull.yaml'), JSON.stringify(pod('pull', { containers: [{ name: 'c', image: UNREACHABLE_IMAGE }] })));
 
     const [port, readOnlyPort] = [await freePort(), await freePort()];
@@ -104,6 +121,12 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
         `--read-only-port=${readOnlyPort}`,
         '--healthz-port=0',
         `--cert-dir=${join(dir, 'pki')}`,
+        '--cpu-cfs-quota-period=50ms',
+        `--image-service-endpoint=${h.endpoint}`,
+        `--pod-infra-container-image=${PAUSE_IMAGE}`,
+        '--runtime-request-timeout=30s',
+        '--serialize-image-pulls=false',
+        '--registry-qps=0',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -160,6 +183,17 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
       const hog = oom.containerStatuses?.[0]?.state.terminated;
       assert.equal(hog?.reason, 'OOMKilled', JSON.stringify(oom.containerStatuses));
       assert.equal(hog?.exitCode, 137);
+
+      // The pod's cgroups: <cgroup-root>/kubepods/burstable/pod<uid>/<container>, quota 250m of a 50 ms period, shares of 100m.
+      const limits = await waitFor('limits to finish', async () => {
+        const s = await podStatus('limits');
+        return s?.phase === 'Succeeded' || s?.phase === 'Failed' ? s : undefined;
+      }, 20_000);
+      assert.equal(limits.phase, 'Succeeded', JSON.stringify(limits.containerStatuses));
+      const limitsUid = (await getJSON(readOnlyPort, '/pods').then((l) => (l as { items: Pod[] }).items.find((p) => p.metadata.name === `limits-${NODE}`)))!.metadata.uid;
+      const limitsLog = parseLog(await readFile(join(root, 'pods', limitsUid, 'containers', 'c', '0.log'), 'utf8')).map((r) => r.content);
+      assert.match(limitsLog[0] ?? '', new RegExp(`:cpu[^:]*:${h.cgroupRoot}/kubepods/burstable/pod${limitsUid}/[0-9a-f]{64}$`), limitsLog.join('\n'));
+      assert.equal(limitsLog[1], 'period 50000 quota 12500 shares 102');
 
       // An image no registry serves: ErrImagePull with the runtime's reason, then ImagePullBackOff.
       const backoff = await pullWatch;

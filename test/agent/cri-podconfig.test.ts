@@ -9,6 +9,7 @@ import { defaultPullPolicy, ImagePuller } from '../../src/agent/images.js';
 import { containerResources, podCgroupParent, podDNSConfig, podPortMappings, podSandboxLinux } from '../../src/agent/podconfig.js';
 import { RuntimeError, type ImageInfo, type ImageService } from '../../src/agent/runtime/runtime.js';
 import type { Container, Pod } from '../../src/agent/types.js';
+import { waitFor } from './runtime-contract.js';
 
 const pod = (containers: Partial<Container>[], spec: Record<string, unknown> = {}): Pod => ({
   apiVersion: 'v1',
@@ -138,5 +139,65 @@ void describe('image puller', () => {
     assert.ok(events.some((e) => e.startsWith('Failed: Failed to pull image "bad:1": ')), events.join('\n'));
     assert.ok(events.includes('Pulled: Container image "have:1" already present on machine'), events.join('\n'));
     assert.ok(events.includes('BackOff: Back-off pulling image "bad:1"'), events.join('\n'));
+  });
+
+  /** Image pulls that wait until released, recording how many run at once. */
+  function gatedImages() {
+    let running = 0;
+    let most = 0;
+    const started: string[] = [];
+    const gates: (() => void)[] = [];
+    const images: ImageService = {
+      imageStatus: async () => undefined,
+      pullImage: async (image) => {
+        started.push(image);
+        most = Math.max(most, ++running);
+        await new Promise<void>((r) => gates.push(r));
+        running--;
+        return `sha256:${image}`;
+      },
+      listImages: async () => [],
+      removeImage: async () => undefined,
+    };
+    const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+    return { images, started, most: () => most, release: () => gates.splice(0).forEach((g) => g()), settle };
+  }
+
+  void it('pulls one image at a time with --serialize-image-pulls, all at once without', async () => {
+    for (const serialize of [true, false]) {
+      const g = gatedImages();
+      const puller = new ImagePuller({ images: g.images, serialize, qps: 0 });
+      const p = pod([{}]);
+      const all = ['a:1', 'b:1', 'c:1'].map((image) => puller.ensure(p, { name: image[0]!, image }, undefined, () => {}));
+      await g.settle();
+      assert.equal(g.started.length, serialize ? 1 : 3, `serialize=${serialize}`);
+      while (g.started.length < 3) {
+        g.release();
+        await g.settle();
+      }
+      g.release();
+      assert.ok((await Promise.all(all)).every((r) => r.ok));
+      assert.equal(g.most(), serialize ? 1 : 3);
+    }
+  });
+
+  void it('takes a --registry-qps token per pull, --registry-burst at once', async () => {
+    let now = 1_000_000;
+    const g = gatedImages();
+    const puller = new ImagePuller({ images: g.images, serialize: false, qps: 50, burst: 2, now: () => now });
+    const p = pod([{}]);
+    const all = ['a:1', 'b:1', 'c:1', 'd:1'].map((image) => puller.ensure(p, { name: image[0]!, image }, undefined, () => {}));
+    await g.settle();
+    assert.deepEqual(g.started, ['a:1', 'b:1'], 'the burst goes at once; the rest waits for tokens (the clock stands still)');
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(g.started.length, 2, 'no token without time passing');
+    now += 20; // one token at 50 per second
+    await waitFor('a third pull', async () => (g.started.length === 3 ? true : undefined), 5_000);
+    await g.settle();
+    assert.equal(g.started.length, 3);
+    now += 20;
+    await waitFor('the fourth pull', async () => (g.started.length === 4 ? true : undefined), 5_000);
+    g.release();
+    assert.ok((await Promise.all(all)).every((r) => r.ok));
   });
 });
