@@ -32,6 +32,8 @@ const EXTERNAL = {
   V1ResourceRequirements: `${CORE}ResourceRequirements`,
   V1PersistentVolumeClaimSpec: `${CORE}PersistentVolumeClaimSpec`,
   V1TypedLocalObjectReference: `${CORE}TypedLocalObjectReference`,
+  // Kubernetes 1.23's Ingress status holds the core LoadBalancerStatus (Service's).
+  V1IngressLoadBalancerStatus: `${CORE}LoadBalancerStatus`,
 };
 
 /** Fields of the client's (newer) models that Kubernetes 1.23 does not have. */
@@ -75,6 +77,9 @@ const byName = { 'x-kubernetes-patch-merge-key': 'name', 'x-kubernetes-patch-str
 const FIELD_EXTENSIONS = {
   V1StorageClass: { allowedTopologies: { 'x-kubernetes-list-type': 'atomic' } },
   V1Scheduling: { nodeSelector: { 'x-kubernetes-map-type': 'atomic' }, tolerations: { 'x-kubernetes-list-type': 'atomic' } },
+  V1IngressSpec: { tls: { 'x-kubernetes-list-type': 'atomic' }, rules: { 'x-kubernetes-list-type': 'atomic' } },
+  V1HTTPIngressRuleValue: { paths: { 'x-kubernetes-list-type': 'atomic' } },
+  V1IngressTLS: { hosts: { 'x-kubernetes-list-type': 'atomic' } },
   V1MutatingWebhookConfiguration: { webhooks: byName },
   V1ValidatingWebhookConfiguration: { webhooks: byName },
   V1Container: containerLists,
@@ -200,6 +205,8 @@ const GVK = {
   V1RuntimeClassList: ['node.k8s.io', 'RuntimeClassList', 'v1'],
   V1IngressClass: ['networking.k8s.io', 'IngressClass', 'v1'],
   V1IngressClassList: ['networking.k8s.io', 'IngressClassList', 'v1'],
+  V1Ingress: ['networking.k8s.io', 'Ingress', 'v1'],
+  V1IngressList: ['networking.k8s.io', 'IngressList', 'v1'],
   V1MutatingWebhookConfiguration: ['admissionregistration.k8s.io', 'MutatingWebhookConfiguration', 'v1'],
   V1MutatingWebhookConfigurationList: ['admissionregistration.k8s.io', 'MutatingWebhookConfigurationList', 'v1'],
   V1ValidatingWebhookConfiguration: ['admissionregistration.k8s.io', 'ValidatingWebhookConfiguration', 'v1'],
@@ -220,7 +227,9 @@ function definitionName(cls) {
   if ((m = /^V1(PriorityClass(List)?)$/.exec(cls))) return `io.k8s.api.scheduling.v1.${m[1]}`;
   if ((m = /^V1(StorageClass(List)?)$/.exec(cls))) return `io.k8s.api.storage.v1.${m[1]}`;
   if ((m = /^V1(RuntimeClass(List)?|Overhead|Scheduling)$/.exec(cls))) return `io.k8s.api.node.v1.${m[1]}`;
-  if ((m = /^V1(IngressClass(List|Spec|ParametersReference)?)$/.exec(cls))) return `io.k8s.api.networking.v1.${m[1]}`;
+  if ((m = /^V1(IngressClass(List|Spec|ParametersReference)?|Ingress(List|Spec|Rule|Backend|ServiceBackend|TLS|Status)?|HTTPIngress(RuleValue|Path)|ServiceBackendPort)$/.exec(cls))) {
+    return `io.k8s.api.networking.v1.${m[1]}`;
+  }
   if ((m = /^AdmissionregistrationV1(.+)$/.exec(cls))) return `io.k8s.api.admissionregistration.v1.${m[1]}`;
   if ((m = /^V1((Mutating|Validating)Webhook.*|RuleWithOperations)$/.exec(cls))) return `io.k8s.api.admissionregistration.v1.${m[1]}`;
   if (cls === 'V1Condition') return `${META}Condition`;
@@ -364,8 +373,8 @@ emit(join(repo, 'src/registry/kinds/storageclass/definitions.ts'), 'STORAGE_CLAS
 const runtimeClass = await generate(['V1RuntimeClass', 'V1RuntimeClassList'], new Set());
 emit(join(repo, 'src/registry/kinds/runtimeclass/definitions.ts'), 'RUNTIME_CLASS_DEFINITIONS', HEADER('RuntimeClass'), runtimeClass);
 
-const ingressClass = await generate(['V1IngressClass', 'V1IngressClassList'], new Set());
-emit(join(repo, 'src/registry/kinds/ingressclass/definitions.ts'), 'INGRESS_CLASS_DEFINITIONS', HEADER('IngressClass'), ingressClass);
+const ingressClass = await generate(['V1IngressClass', 'V1IngressClassList', 'V1Ingress', 'V1IngressList'], new Set());
+emit(join(repo, 'src/registry/kinds/ingressclass/definitions.ts'), 'INGRESS_CLASS_DEFINITIONS', HEADER('IngressClass and Ingress'), ingressClass);
 
 // admissionregistration.k8s.io v1 (1.22 stopped serving v1beta1).
 const webhooks = await generate(

@@ -45,6 +45,7 @@ import { pvcResize } from '../registry/admission/pvc-resize.js';
 import { taintNodesByCondition } from '../registry/admission/taint-nodes.js';
 import { alwaysAdmit, alwaysDeny } from '../registry/admission/always.js';
 import { runtimeClassAdmission } from '../registry/admission/runtimeclass.js';
+import { defaultIngressClass } from '../registry/admission/default-ingress-class.js';
 import { namespaceAutoProvision, namespaceExists } from '../registry/admission/namespace-exists.js';
 import { alwaysPullImages } from '../registry/admission/always-pull-images.js';
 import { nodeRestriction } from '../registry/admission/node-restriction.js';
@@ -423,6 +424,7 @@ function admissionPlugins(
   if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
   if (on.has('PersistentVolumeClaimResize')) plugins.push(pvcResize(storageClasses));
   if (on.has('RuntimeClass')) plugins.push(runtimeClassAdmission(() => registry().store('node.k8s.io', 'v1', 'runtimeclasses')));
+  if (on.has('DefaultIngressClass')) plugins.push(defaultIngressClass(() => registry().store('networking.k8s.io', 'v1', 'ingressclasses')));
   if (on.has('DenyServiceExternalIPs')) plugins.push(denyServiceExternalIPs());
   const authorizer = () => registry().settings.authorizer;
   if (on.has('CertificateApproval')) plugins.push(certificateApproval(authorizer));

@@ -4,8 +4,8 @@
  * NamespaceExists without NamespaceLifecycle): NamespaceAutoProvision, AlwaysPullImages,
  * DenyServiceExternalIPs, ExtendedResourceToleration, LimitPodHardAntiAffinityTopology, PodNodeSelector
  * (configuration file and namespace annotation), PodTolerationRestriction (namespace annotations),
- * SecurityContextDeny, NodeRestriction (as a node user through impersonation), RuntimeClass (with its kind),
- * PersistentVolumeLabel and
+ * SecurityContextDeny, NodeRestriction (as a node user through impersonation), RuntimeClass and
+ * DefaultIngressClass (with their kinds), PersistentVolumeLabel and
  * AlwaysAdmit (accepted), AlwaysDeny and NamespaceExists.
  */
 import { after, before, describe, it } from 'node:test';
@@ -192,6 +192,50 @@ scheduling:
     assert.match(stderr, /pod rejected: Overhead set without corresponding RuntimeClass defined Overhead/);
     stderr = await refused(['patch', 'runtimeclass', 'sandboxed', '--type=merge', '-p', '{"handler":"runc"}']);
     assert.match(stderr, /handler: Invalid value: "runc": field is immutable/);
+  });
+
+  it('DefaultIngressClass: IngressClass and Ingress kinds, and new Ingresses get the default class', async () => {
+    const ingress = (name: string, extra = '') => `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: ${name}}
+spec:
+${extra}  rules:
+  - host: www.example.com
+    http:
+      paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]
+`;
+    await ok(['apply', '-f', '-'], ingress('before'));
+    assert.equal((await json(['get', 'ingress', 'before'])).spec.ingressClassName, undefined);
+    await ok(['apply', '-f', '-'], `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: nginx
+  annotations: {ingressclass.kubernetes.io/is-default-class: "true"}
+spec:
+  controller: k8s.io/ingress-nginx
+  parameters: {apiGroup: k8s.example.com, kind: IngressParameters, name: external-lb}
+`);
+    const table = await ok(['get', 'ingressclass', 'nginx']);
+    assert.match(table, /^NAME\s+CONTROLLER\s+PARAMETERS\s+AGE\nnginx\s+k8s\.io\/ingress-nginx\s+IngressParameters\.k8s\.example\.com\/external-lb\s+\S+\n$/);
+    assert.equal((await json(['get', 'ingressclass', 'nginx'])).spec.parameters.scope, 'Cluster');
+    await ok(['apply', '-f', '-'], ingress('after'));
+    assert.equal((await json(['get', 'ingress', 'after'])).spec.ingressClassName, 'nginx');
+    assert.match(await ok(['get', 'ingress', 'after']), /^NAME\s+CLASS\s+HOSTS\s+ADDRESS\s+PORTS\s+AGE\nafter\s+nginx\s+www\.example\.com\s+80\s+\S+\n$/);
+    await ok(['apply', '-f', '-'], ingress('explicit', '  ingressClassName: other\n'));
+    assert.equal((await json(['get', 'ingress', 'explicit'])).spec.ingressClassName, 'other');
+    let stderr = await refused(['apply', '-f', '-'], ingress('bad').replace('pathType: Prefix', 'pathType: Nope'));
+    assert.match(stderr, /spec\.rules\[0\]\.http\.paths\[0\]\.pathType: Unsupported value: "Nope"/);
+    stderr = await refused(['patch', 'ingressclass', 'nginx', '--type=merge', '-p', '{"spec":{"controller":"example.com/other"}}']);
+    assert.match(stderr, /spec\.controller: Invalid value: "example\.com\/other": field is immutable/);
+    await ok(['apply', '-f', '-'], `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: second
+  annotations: {ingressclass.kubernetes.io/is-default-class: "true"}
+spec: {controller: example.com/second}
+`);
+    stderr = await refused(['apply', '-f', '-'], ingress('twodefaults'));
+    assert.match(stderr, /ingresses\.networking\.k8s\.io "twodefaults" is forbidden: Internal error occurred: 2 default IngressClasses were found, only 1 allowed/);
   });
 
   describe('NodeRestriction (as system:node:n1)', () => {

@@ -254,6 +254,7 @@ describe('aggregated discovery documents', () => {
       'coordination.k8s.io',
       'events.k8s.io',
       'flowcontrol.apiserver.k8s.io',
+      'networking.k8s.io',
       'node.k8s.io',
       'rbac.authorization.k8s.io',
       'scheduling.k8s.io',

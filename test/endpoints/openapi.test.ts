@@ -223,6 +223,8 @@ describe('OpenAPI v3', () => {
       'apis/flowcontrol.apiserver.k8s.io',
       'apis/flowcontrol.apiserver.k8s.io/v1beta1',
       'apis/flowcontrol.apiserver.k8s.io/v1beta2',
+      'apis/networking.k8s.io',
+      'apis/networking.k8s.io/v1',
       'apis/node.k8s.io',
       'apis/node.k8s.io/v1',
       'apis/rbac.authorization.k8s.io',

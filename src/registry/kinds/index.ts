@@ -24,6 +24,7 @@ import { ADMISSION_REGISTRATION_KINDS } from './admissionregistration/index.js';
 import { resourceQuotaKind } from './resourcequota/index.js';
 import { csrKind } from './certificates/index.js';
 import { runtimeClassKind } from './runtimeclass/index.js';
+import { ingressClassKind, ingressKind } from './ingressclass/index.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -47,8 +48,9 @@ export { ADMISSION_REGISTRATION_KINDS } from './admissionregistration/index.js';
 export { resourceQuotaKind } from './resourcequota/index.js';
 export { csrKind } from './certificates/index.js';
 export { runtimeClassKind } from './runtimeclass/index.js';
+export { ingressClassKind, ingressKind } from './ingressclass/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, resourceQuotaKind, csrKind, runtimeClassKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, resourceQuotaKind, csrKind, runtimeClassKind, ingressClassKind, ingressKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
