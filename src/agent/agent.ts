@@ -10,6 +10,8 @@ import { mkdir } from 'node:fs/promises';
 import { freemem, hostname, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ApiMode, isStatic, type ApiModeConfig } from './apimode.js';
+import { startCertificateRotation, type CertificateRotation, type CertificateRotationConfig } from './certificate-rotation.js';
+import type { ApiClient } from './client/client.js';
 import type { BackoffOptions } from './backoff.js';
 import type { Json } from './client/client.js';
 import { NO_EVENTS } from './events.js';
@@ -72,6 +74,8 @@ export interface AgentConfig {
   server?: AgentServerConfig;
   /** API-server mode; standalone when unset. */
   api?: ApiModeConfig;
+  /** --rotate-certificates and --rotate-server-certificates (API-server mode): certificate-rotation.ts. */
+  certificates?: CertificateRotationConfig;
   /** Pods the node admits at once (--max-pods, capped by --pods-per-core); default 110. Others fail with OutOfpods. */
   maxPods?: number;
   /** The node's allocatable cpu (cores) and memory (bytes), for resourceFieldRef without limits. */
@@ -138,6 +142,16 @@ export class Agent implements ServerHost {
   private sourcesReady = false;
   private stopped = false;
   private readonly startedAt = new Date();
+  private certRotation: CertificateRotation | undefined;
+
+  get nodeName(): string {
+    return this.config.nodeName;
+  }
+
+  /** The API client (API-server mode), for the servers' webhook authentication and authorization. */
+  apiClient(): ApiClient | undefined {
+    return this.api?.client;
+  }
 
   constructor(private readonly config: AgentConfig) {
     this.runtime = config.runtime ?? new ProcessRuntime({ allowPrivileged: config.allowPrivileged === true });
@@ -236,6 +250,17 @@ export class Agent implements ServerHost {
     this.resyncTimer = setInterval(() => this.workers.syncAll(), Math.max(1000, this.config.syncFrequencyMs || 60_000));
     if (this.config.server) await this.startServers(this.config.server);
     this.api?.start(this.servers?.port ?? this.config.server?.port ?? 0);
+    const api = this.api;
+    const apiConfig = this.config.api;
+    if (this.config.certificates && api && apiConfig) {
+      this.certRotation = await startCertificateRotation(this.config.certificates, {
+        nodeName: this.config.nodeName,
+        hosts: () => [apiConfig.host.hostname, ...apiConfig.node.nodeIPs],
+        client: () => api.client,
+        ...(this.servers ? { setServingPair: (p: { cert: string; key: string }) => this.servers?.setCertificate(p.cert, p.key) } : {}),
+        log: (level, m) => this.log(level, m),
+      });
+    }
     if (this.evictionManager) {
       const period = this.config.eviction?.monitoringPeriodMs ?? 10_000;
       this.evictionTimer = setInterval(() => void this.evictionPass(), period);
@@ -447,6 +472,7 @@ export class Agent implements ServerHost {
     this.stopped = true;
     this.fileSource?.stop();
     this.urlSource?.stop();
+    this.certRotation?.stop();
     this.api?.stop();
     clearInterval(this.resyncTimer);
     clearInterval(this.evictionTimer);

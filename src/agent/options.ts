@@ -167,7 +167,7 @@ export const AGENT_FLAGS = [
       'string',
       undefined,
       'Config file used to obtain a client certificate: if the --orchconfig file does not exist, the bootstrap file is used to request one from the server; on success an --orchconfig file referencing the generated certificate and key is written; the certificate and key are stored in --cert-dir.',
-      { aliases: ['bootstrap-kubeconfig'] },
+      { status: S, aliases: ['bootstrap-kubeconfig'] },
     ),
     flag('cgroup-driver', 'enum', 'cgroupfs', 'cgroupfs or systemd.', { values: ['cgroupfs', 'systemd'], configField: 'cgroupDriver' }),
     flag('cgroup-root', 'string', '', 'Optional root cgroup for pods; empty means runtime default.', { status: S, configField: 'cgroupRoot' }),
@@ -730,9 +730,11 @@ export const AGENT_FLAGS = [
       { status: S, configField: 'authentication.anonymous.enabled' },
     ),
     flag('authentication-token-webhook', 'bool', 'false', 'Use the token review API to authenticate bearer tokens.', {
+      status: S,
       configField: 'authentication.webhook.enabled',
     }),
     flag('authentication-token-webhook-cache-ttl', 'duration', '2m0s', 'Cache time of webhook responses.', {
+      status: S,
       configField: 'authentication.webhook.cacheTTL',
     }),
     flag('authorization-mode', 'enum', 'AlwaysAllow', 'AlwaysAllow or Webhook (access review API).', {
@@ -741,9 +743,11 @@ export const AGENT_FLAGS = [
       configField: 'authorization.mode',
     }),
     flag('authorization-webhook-cache-authorized-ttl', 'duration', '5m0s', "Cache time of 'authorized' answers.", {
+      status: S,
       configField: 'authorization.webhook.cacheAuthorizedTTL',
     }),
     flag('authorization-webhook-cache-unauthorized-ttl', 'duration', '30s', "Cache time of 'unauthorized' answers.", {
+      status: S,
       configField: 'authorization.webhook.cacheUnauthorizedTTL',
     }),
     flag(
@@ -784,14 +788,14 @@ export const AGENT_FLAGS = [
       'bool',
       'false',
       'Auto-rotate client certificates by requesting new ones as expiry approaches (beta).',
-      { configField: 'rotateCertificates' },
+      { status: S, configField: 'rotateCertificates' },
     ),
     flag(
       'rotate-server-certificates',
       'bool',
       'false',
       'Auto-request and rotate serving certificates; requires gate RotateKubeletServerCertificate and approval of the signing requests.',
-      { configField: 'serverTLSBootstrap' },
+      { status: S, configField: 'serverTLSBootstrap' },
     ),
   ]),
   ...flagGroup('Events', [

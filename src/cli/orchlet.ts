@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { Agent, nodeNameOf, type AgentConfig } from '../agent/agent.js';
 import { loadKubeconfig } from '../agent/client/kubeconfig.js';
+import { bootstrapClientCert } from '../agent/bootstrap.js';
 import { parseThresholds } from '../agent/eviction.js';
 import { acquireLock, watchLockContention } from '../agent/lockfile.js';
 import { runOnce } from '../agent/runonce.js';
@@ -33,7 +34,14 @@ function checkImplemented(o: AgentOptions): void {
       `invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) ${o.imageGcLowThreshold} must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) ${o.imageGcHighThreshold}`,
     );
   }
-  if (o.authorizationMode === 'Webhook') throw new Error('--authorization-mode: Webhook is not implemented yet (AlwaysAllow is)');
+  if ((o.bootstrapOrchconfig ?? '') !== '' && (o.orchconfig ?? '') === '') {
+    throw new Error('--bootstrap-orchconfig: --orchconfig must name the file the bootstrapped credentials are written to');
+  }
+  if (o.rotateServerCertificates && o.featureGates.RotateKubeletServerCertificate !== true) {
+    throw new Error('--rotate-server-certificates requires the RotateKubeletServerCertificate feature gate');
+  }
+  if (o.authorizationMode === 'Webhook' && (o.orchconfig ?? '') === '') throw new Error('--authorization-mode=Webhook needs API-server mode (--orchconfig)');
+  if (o.authenticationTokenWebhook && (o.orchconfig ?? '') === '') throw new Error('--authentication-token-webhook needs API-server mode (--orchconfig)');
 }
 
 export type Logger = (level: 'info' | 'error', message: string) => void;
@@ -156,6 +164,10 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     enableDebuggingHandlers: options.enableDebuggingHandlers,
     anonymousAuth: options.anonymousAuth,
     certDir: options.certDir,
+    authorizationMode: options.authorizationMode === 'Webhook' ? 'Webhook' : 'AlwaysAllow',
+    authorizedTTLMs: options.authorizationWebhookCacheAuthorizedTtl,
+    unauthorizedTTLMs: options.authorizationWebhookCacheUnauthorizedTtl,
+    ...(options.authenticationTokenWebhook ? { tokenWebhookCacheTTLMs: options.authenticationTokenWebhookCacheTtl } : {}),
     streamingIdleTimeoutMs: options.streamingConnectionIdleTimeout,
     ...(options.clientCaFile !== undefined ? { clientCA: await readFile(options.clientCaFile, 'utf8') } : {}),
     ...(options.tlsCertFile !== undefined ? { tlsCertFile: options.tlsCertFile } : {}),
@@ -168,6 +180,12 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
       log('info', `--orch-api-content-type=${contentType}: orchlet talks JSON to the server (application/json)`);
     }
     const rt = await runtime.version();
+    if (options.bootstrapOrchconfig !== undefined && options.bootstrapOrchconfig !== '') {
+      await bootstrapClientCert({ orchconfig: options.orchconfig, bootstrapOrchconfig: options.bootstrapOrchconfig, certDir: options.certDir, nodeName, log });
+    }
+    if (options.rotateCertificates || options.rotateServerCertificates) {
+      config.certificates = { certDir: options.certDir, rotateClient: options.rotateCertificates, rotateServer: options.rotateServerCertificates };
+    }
     config.api = {
       client: await loadKubeconfig(options.orchconfig),
       qps: options.orchApiQps || 5,

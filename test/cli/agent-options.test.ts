@@ -90,6 +90,10 @@ const SUPPORTED = [
   'healthz-bind-address', 'healthz-port', 'enable-server', 'enable-debugging-handlers', 'orch-api-content-type',
   'orch-reserved', 'system-reserved', 'node-lease-duration-seconds', 'pod-infra-container-image', 'provider-id',
   'register-schedulable', 'register-with-taints', 'anonymous-auth', 'authorization-mode', 'client-ca-file', 'cert-dir',
+  // TLS bootstrapping, certificate rotation, webhook authentication and authorization
+  'bootstrap-orchconfig', 'rotate-certificates', 'rotate-server-certificates', 'authentication-token-webhook',
+  'authentication-token-webhook-cache-ttl', 'authorization-webhook-cache-authorized-ttl',
+  'authorization-webhook-cache-unauthorized-ttl',
   'tls-cert-file', 'tls-private-key-file', 'event-qps', 'event-burst', 'orch-api-qps', 'orch-api-burst',
   // the CRI runtime and streaming
   'image-service-endpoint', 'runtime-request-timeout', 'cgroup-root', 'cgroups-per-qos',

@@ -61,6 +61,8 @@ export interface StartClusterOptions {
   fileStore?: boolean;
   /** Keeps the state in a real etcd this helper starts and stops. */
   etcd?: boolean;
+  /** The csrsigning controller's certificate duration and backdate (short-lived certificates for rotation tests). */
+  csrSigning?: { durationSeconds?: number; backdateSeconds?: number };
 }
 
 export async function startCluster(extraArgs: string[] = [], opts: StartClusterOptions = {}): Promise<TestCluster> {
@@ -75,7 +77,7 @@ export async function startCluster(extraArgs: string[] = [], opts: StartClusterO
     `--token-auth-file=${join(dir, 'tokens.csv')}`,
     ...extraArgs,
   ]);
-  const cp = await createControlPlane(options, { securePort: 0, logger: () => {} });
+  const cp = await createControlPlane(options, { securePort: 0, logger: () => {}, ...(opts.csrSigning ? { csrSigning: opts.csrSigning } : {}) });
   await cp.start();
   const url = `https://127.0.0.1:${cp.server.port}`;
   const kubeconfig = join(dir, 'kubeconfig');

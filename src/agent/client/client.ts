@@ -167,6 +167,19 @@ export class ApiClient {
     };
   }
 
+  /**
+   * A new client certificate (certificate rotation): new connections present it, and the open ones (watches
+   * included) are closed so that they reconnect with it, as kubelet closes its connections on rotation.
+   * Every client sharing these connections (withLimiter) changes with it.
+   */
+  setClientCertificate(cert: string, key: string): void {
+    if (!(this.agent instanceof HttpsAgent)) return;
+    Object.assign(this.agent.options, { cert, key });
+    this.config.cert = cert;
+    this.config.key = key;
+    this.agent.destroy();
+  }
+
   /** Closes idle connections. */
   close(): void {
     this.agent.destroy();

@@ -6,18 +6,19 @@
 //   main only    with --enable-debugging-handlers: /containerLogs/{ns}/{pod}/{container}, /runningpods/,
 //                /exec/, /attach/ and /portForward/ (streaming.ts: upgraded connections);
 //                always: /manifests (the agent's manifest endpoint, see the README)
-// Authentication on the main server: a client certificate signed by --client-ca-file (its CN is the
-// user), else anonymous when --anonymous-auth, else 401. Authorization: AlwaysAllow.
+// Authentication and authorization on the main server: auth.ts (client certificates of --client-ca-file,
+// bearer tokens by TokenReview, anonymous; AlwaysAllow or Webhook by SubjectAccessReview).
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
 import type { Pod } from '../types.js';
 import type { Json } from '../client/client.js';
 import { streamLog, type LogOptions } from './logs.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { isStreamingPath, refuseUpgrade, serveStreamingRequest, serveStreamingUpgrade } from './streaming.js';
+import { AgentAuth, type AgentAuthOptions } from './auth.js';
+import type { ApiClient } from '../client/client.js';
 
 export interface LogTarget {
   path: string;
@@ -44,9 +45,13 @@ export interface ServerHost {
   manifests?: ManifestStore;
   /** The runtime, for exec, attach and port-forward (streaming.ts). */
   readonly runtime?: Runtime;
+  /** The node's name (the object of the webhook authorizer's reviews). */
+  readonly nodeName?: string;
+  /** The API client the webhook authenticator and authorizer ask (API-server mode). */
+  apiClient?(): ApiClient | undefined;
 }
 
-export interface AgentServerOptions {
+export interface AgentServerOptions extends AgentAuthOptions {
   address: string;
   /** 0 picks a free port. */
   port: number;
@@ -124,11 +129,23 @@ export class AgentServers {
   private health: Server | undefined;
   /** Upgraded (streaming) connections, which the servers no longer track; ended by stop(). */
   private readonly upgraded = new Set<Duplex>();
+  private readonly auth: AgentAuth;
 
   constructor(
     private readonly host: ServerHost,
     private readonly o: AgentServerOptions,
-  ) {}
+  ) {
+    this.auth = new AgentAuth(o, host.nodeName ?? '', () => host.apiClient?.());
+  }
+
+  /** A new serving certificate (--rotate-server-certificates): new connections get it. */
+  setCertificate(cert: string, key: string): void {
+    (this.main as import('node:https').Server | undefined)?.setSecureContext({
+      cert,
+      key,
+      ...(this.o.clientCA !== undefined ? { ca: this.o.clientCA } : {}),
+    });
+  }
 
   /** The bound port of the main server (0 when it does not run). */
   get port(): number {
@@ -185,11 +202,12 @@ export class AgentServers {
   }
 
   private serve(req: IncomingMessage, res: ServerResponse, routes: Map<string, Handler>, authenticate: boolean): void {
+    if (!authenticate) return this.route(req, res, routes);
+    void this.auth.check(req).then((denied) => (denied ? send(res, denied.code, denied.message) : this.route(req, res, routes)));
+  }
+
+  private route(req: IncomingMessage, res: ServerResponse, routes: Map<string, Handler>): void {
     const url = new URL(req.url ?? '/', 'http://agent');
-    if (authenticate && !this.authenticated(req)) {
-      send(res, 401, 'Unauthorized');
-      return;
-    }
     let handler = routes.get(url.pathname);
     if (!handler) for (const [prefix, h] of routes) if (prefix.endsWith('/') && url.pathname.startsWith(prefix)) handler = h;
     if (!handler && url.pathname.startsWith('/manifests/')) handler = routes.get('/manifests');
@@ -205,17 +223,13 @@ export class AgentServers {
     this.upgraded.add(socket);
     socket.once('close', () => this.upgraded.delete(socket));
     socket.on('error', () => socket.destroy());
-    if (!this.authenticated(req)) return refuseUpgrade(socket, 401, 'Unauthorized');
-    const path = new URL(req.url ?? '/', 'http://agent').pathname;
-    if (!this.o.enableDebuggingHandlers || !isStreamingPath(path)) return refuseUpgrade(socket, 404, '404 page not found');
-    const o = { idleTimeoutMs: this.o.streamingIdleTimeoutMs ?? 4 * 3600_000 };
-    void serveStreamingUpgrade(this.host, req, socket, head, o).catch(() => socket.destroy());
-  }
-
-  private authenticated(req: IncomingMessage): boolean {
-    const sock = req.socket as TLSSocket;
-    if (this.o.clientCA !== undefined && sock.authorized === true) return true;
-    return this.o.anonymousAuth;
+    void this.auth.check(req).then((denied) => {
+      if (denied) return refuseUpgrade(socket, denied.code, denied.message);
+      const path = new URL(req.url ?? '/', 'http://agent').pathname;
+      if (!this.o.enableDebuggingHandlers || !isStreamingPath(path)) return refuseUpgrade(socket, 404, '404 page not found');
+      const o = { idleTimeoutMs: this.o.streamingIdleTimeoutMs ?? 4 * 3600_000 };
+      void serveStreamingUpgrade(this.host, req, socket, head, o).catch(() => socket.destroy());
+    });
   }
 
   private async containerLogs(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
