@@ -205,9 +205,21 @@ async function serveSubresourceHandler(
 
 const unchanged = (v: KObject): KObject => v;
 
-/** The manager of a write without fieldManager: the user agent up to its first '/', as Kubernetes. */
+/**
+ * The manager of a write without fieldManager, as Kubernetes' prefixFromUserAgent: the user agent up to its
+ * first '/', without non-printable characters, at most 128 bytes of UTF-8.
+ */
 function managerFromUserAgent(ua: string | undefined): string {
-  return (ua ?? '').split('/')[0]!.slice(0, 128);
+  let out = '';
+  let bytes = 0;
+  for (const ch of (ua ?? '').split('/')[0]!) {
+    if (!/^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u.test(ch)) continue;
+    const n = Buffer.byteLength(ch);
+    if (bytes + n > 128) break;
+    out += ch;
+    bytes += n;
+  }
+  return out;
 }
 
 /** PATCH with application/apply-patch+yaml: the structured merge of the applied configuration. */

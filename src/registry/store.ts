@@ -323,6 +323,10 @@ export class ResourceStore {
     delete meta.deletionGracePeriodSeconds;
     delete meta.selfLink;
     delete meta.resourceVersion;
+    // Kubernetes' field manager sees the request as decoded and defaulted, before PrepareForCreate, admission
+    // and the REST layer add what the creator did not ask for (a Namespace's finalizer, allocated IPs,
+    // injected volumes): the managedFields come from a defaulted copy of the request.
+    const requested = this.tracksFields(scope) ? structuredClone(obj) : undefined;
     this.decl.strategy.prepareForCreate?.(obj, ctx);
     meta.uid = randomUUID();
     meta.creationTimestamp = this.now();
@@ -331,9 +335,13 @@ export class ResourceStore {
     const generated = !meta.name && !!meta.generateName;
     if (generated) meta.name = generateName(meta.generateName!);
     this.decl.strategy.default?.(obj, ctx);
-    // As Kubernetes' create handler: the field manager sees the defaulted request, before admission and
-    // the REST layer add what the creator did not ask for (finalizers, allocated IPs, injected volumes).
-    this.trackFields(scope, null, obj, '');
+    if (requested) {
+      this.decl.strategy.default?.(requested, ctx);
+      this.trackFields(scope, null, requested, '');
+      const managedFields = requested.metadata?.managedFields;
+      if (managedFields) meta.managedFields = managedFields;
+      else delete meta.managedFields;
+    }
     const admission = this.deps.admission;
     const attrs = (): AdmissionAttributes => ({
       operation: 'CREATE',
@@ -749,9 +757,13 @@ export class ResourceStore {
   }
 
   /** Records an Update (create, replace, patch) in metadata.managedFields, as Kubernetes' field manager. */
+  private tracksFields(scope: RequestScope): boolean {
+    return scope.fieldManager !== undefined && !scope.applied && this.deps.definitions !== undefined;
+  }
+
   private trackFields(scope: RequestScope, old: KObject | null, obj: KObject, subresource: string): void {
     const defs = this.deps.definitions;
-    if (scope.fieldManager === undefined || scope.applied || !defs) return;
+    if (!this.tracksFields(scope) || !defs || scope.fieldManager === undefined) return;
     const entries = trackUpdate(old, obj, {
       manager: scope.fieldManager,
       subresource,
