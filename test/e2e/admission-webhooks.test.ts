@@ -121,7 +121,9 @@ describe('admission webhooks through kubectl', { skip }, () => {
         seen.set(url.pathname, [...reviewsAt(url.pathname), review]);
         const response = { uid: review.request['uid'], ...answer(url.pathname, review) };
         res.setHeader('Content-Type', 'application/json');
-        res.end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'AdmissionReview', response }));
+        const reply = () => res.end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'AdmissionReview', response }));
+        if (url.pathname === '/slow') setTimeout(reply, 1500);
+        else reply();
       });
     });
     await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
@@ -279,5 +281,34 @@ describe('admission webhooks through kubectl', { skip }, () => {
     assert.equal(cm.metadata.annotations.late, 'set');
     assert.equal(cm.metadata.annotations.count, '2', 'called, then called again after b-late changed the object');
     await ok(['delete', 'mutatingwebhookconfiguration', 'a-count', 'b-late']);
+  });
+
+  it('gives up on a webhook after its timeoutSeconds', async () => {
+    await ok(['create', '-f', '-'], validating('slow', [webhook('slow.orch.test', '/slow', ['configmaps'], { timeoutSeconds: 1, namespaceSelector: { matchLabels: { webhooks: 'on' } } })]));
+    const err = await refused(['create', 'configmap', 'slowly', '-n', 'hooked']);
+    assert.equal(
+      err,
+      `error: failed to create configmap: Internal error occurred: failed calling webhook "slow.orch.test": failed to call webhook: Post "https://127.0.0.1:${port}/slow?timeout=1s": context deadline exceeded`,
+    );
+    await ok(['delete', 'validatingwebhookconfiguration', 'slow']);
+  });
+
+  it('calls a webhook for another version of the same resource under matchPolicy Equivalent, with the object converted', async () => {
+    const eventsRule = [{ operations: ['CREATE'], apiGroups: ['events.k8s.io'], apiVersions: ['v1'], resources: ['events'] }];
+    await ok(['create', '-f', '-'], validating('equivalent', [
+      webhook('equivalent.orch.test', '/equivalent', [], { rules: eventsRule }),
+      webhook('exact.orch.test', '/exact', [], { rules: eventsRule, matchPolicy: 'Exact' }),
+    ]));
+    const event = { apiVersion: 'v1', kind: 'Event', metadata: { name: 'ev1' }, involvedObject: { kind: 'Pod', name: 'x', namespace: 'plain' }, reason: 'Tested', message: 'hello', type: 'Normal' };
+    await ok(['create', '-n', 'plain', '-f', '-'], JSON.stringify(event));
+    const req = reviewsAt('/equivalent').at(-1)!.request;
+    assert.deepEqual(req['kind'], { group: 'events.k8s.io', version: 'v1', kind: 'Event' });
+    assert.deepEqual(req['resource'], { group: 'events.k8s.io', version: 'v1', resource: 'events' });
+    assert.deepEqual(req['requestKind'], { group: '', version: 'v1', kind: 'Event' });
+    assert.deepEqual(req['requestResource'], { group: '', version: 'v1', resource: 'events' });
+    assert.equal(req['object'].apiVersion, 'events.k8s.io/v1');
+    assert.equal(req['object'].note, 'hello');
+    assert.equal(reviewsAt('/exact').length, 0, 'matchPolicy Exact: only events.k8s.io/v1 requests');
+    await ok(['delete', 'validatingwebhookconfiguration', 'equivalent']);
   });
 });
