@@ -14,6 +14,9 @@ import { probeSpec } from '../../src/agent/probes.js';
 import type { Pod } from '../../src/agent/types.js';
 import { parseDuration } from '../../src/util/flags.js';
 import { NO_OBJECTS } from '../../src/agent/objects.js';
+import { PodSyncer } from '../../src/agent/podsync.js';
+import { ProcessRuntime } from '../../src/agent/runtime/process.js';
+import { StatusManager } from '../../src/agent/status-manager.js';
 import { isMountPoint, mountsUnder, setUpVolumes, setVolumeOwnership, tmpfsSizeBytes, unmountOrphans, type TmpfsState } from '../../src/agent/volumes.js';
 
 const pod = (name: string, extra: Partial<Pod['spec']> = {}, meta: Partial<Pod['metadata']> = {}): Pod => ({
@@ -226,5 +229,35 @@ void describe('volumes: fsGroup ownership, tmpfs', () => {
     assert.deepEqual((await mountsUnder(root)).sort(), [mem('keep'), mem('gone')].sort(), 'one mount per volume, however many passes');
     assert.deepEqual(await unmountOrphans(root, new Set(['keep'])), [mem('gone')]);
     assert.deepEqual(await mountsUnder(root), [mem('keep')]);
+  });
+
+  void it('on the process runtime, unmounts what an earlier agent left before the first pod starts, then mounts the pod afresh', async (t) => {
+    if (!isRoot) return t.skip('needs root to mount');
+    const root = await tmp();
+    const stale = join(root, 'pods', 'old-pod', 'volumes', 'kubernetes.io~secret', 's');
+    await mkdir(stale, { recursive: true });
+    execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', stale]);
+    const runtime = new ProcessRuntime();
+    const logs: string[] = [];
+    const syncer = new PodSyncer({ runtime, statusManager: new StatusManager(), rootDir: root, allowPrivileged: false, log: (_l, m) => logs.push(m) });
+    const p: Pod = {
+      ...pod('fresh', {
+        restartPolicy: 'Never',
+        volumes: [{ name: 'mem', emptyDir: { medium: 'Memory' } }],
+        containers: [{ name: 'c', image: 'x', command: ['true'] }],
+      }),
+      metadata: { name: 'fresh', namespace: 'ns', uid: 'fresh-uid' },
+    };
+    try {
+      await syncer.syncPod(p);
+      assert.deepEqual(await mountsUnder(join(root, 'pods')), [join(root, 'pods', 'fresh-uid', 'volumes', 'kubernetes.io~empty-dir', 'mem')]);
+      assert.deepEqual(logs, [`unmounted 1 tmpfs volume(s) an earlier agent left under ${join(root, 'pods')}`]);
+      await syncer.terminatePod(p, 0);
+      await syncer.cleanupPod(p);
+      assert.deepEqual(await mountsUnder(join(root, 'pods')), [], 'cleanup unmounts');
+      assert.equal(await stat(join(root, 'pods', 'fresh-uid')).catch(() => undefined), undefined);
+    } finally {
+      await runtime.shutdown(0);
+    }
   });
 });
