@@ -46,6 +46,8 @@ import { taintNodesByCondition } from '../registry/admission/taint-nodes.js';
 import { alwaysAdmit, alwaysDeny } from '../registry/admission/always.js';
 import { runtimeClassAdmission } from '../registry/admission/runtimeclass.js';
 import { defaultIngressClass } from '../registry/admission/default-ingress-class.js';
+import { eventRateLimit, parseEventRateLimitConfig } from '../registry/admission/event-rate-limit.js';
+import { ownerReferencesPermissionEnforcement } from '../registry/admission/owner-references.js';
 import { namespaceAutoProvision, namespaceExists } from '../registry/admission/namespace-exists.js';
 import { alwaysPullImages } from '../registry/admission/always-pull-images.js';
 import { nodeRestriction } from '../registry/admission/node-restriction.js';
@@ -417,11 +419,18 @@ function admissionPlugins(
     const cfg = pluginConfig('PodTolerationRestriction');
     plugins.push(podTolerationRestriction(namespaces, cfg ? parsePodTolerationRestrictionConfig(cfg.object, cfg.source) : undefined));
   }
+  if (on.has('EventRateLimit')) {
+    const cfg = pluginConfig('EventRateLimit');
+    plugins.push(eventRateLimit(parseEventRateLimitConfig(cfg?.object ?? { apiVersion: 'eventratelimit.admission.k8s.io/v1alpha1', kind: 'Configuration' }, cfg?.source ?? 'EventRateLimit')));
+  }
   if (on.has('ExtendedResourceToleration')) plugins.push(extendedResourceToleration());
   if (on.has('PersistentVolumeLabel')) plugins.push(persistentVolumeLabel());
   const storageClasses = () => registry().store('storage.k8s.io', 'v1', 'storageclasses');
   if (on.has('DefaultStorageClass')) plugins.push(defaultStorageClass(storageClasses));
   if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
+  if (on.has('OwnerReferencesPermissionEnforcement')) {
+    plugins.push(ownerReferencesPermissionEnforcement({ authorizer: () => registry().settings.authorizer, kinds: () => registry().kinds }));
+  }
   if (on.has('PersistentVolumeClaimResize')) plugins.push(pvcResize(storageClasses));
   if (on.has('RuntimeClass')) plugins.push(runtimeClassAdmission(() => registry().store('node.k8s.io', 'v1', 'runtimeclasses')));
   if (on.has('DefaultIngressClass')) plugins.push(defaultIngressClass(() => registry().store('networking.k8s.io', 'v1', 'ingressclasses')));

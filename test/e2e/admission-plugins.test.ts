@@ -5,8 +5,8 @@
  * DenyServiceExternalIPs, ExtendedResourceToleration, LimitPodHardAntiAffinityTopology, PodNodeSelector
  * (configuration file and namespace annotation), PodTolerationRestriction (namespace annotations),
  * SecurityContextDeny, NodeRestriction (as a node user through impersonation), RuntimeClass and
- * DefaultIngressClass (with their kinds), PersistentVolumeLabel and
- * AlwaysAdmit (accepted), AlwaysDeny and NamespaceExists.
+ * DefaultIngressClass (with their kinds), PersistentVolumeLabel and AlwaysAdmit (accepted), AlwaysDeny and
+ * NamespaceExists; a third server with RBAC for OwnerReferencesPermissionEnforcement and EventRateLimit.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -308,5 +308,96 @@ describe('kubectl: AlwaysDeny and NamespaceExists', { skip }, () => {
     assert.match(r.stderr, /configmaps "cm" is forbidden: admission control is denying all modifications/);
     r = await c.kubectl(['get', 'configmaps', '-n', 'default']);
     assert.equal(r.code, 0, r.stderr);
+  });
+});
+
+describe('kubectl: OwnerReferencesPermissionEnforcement and EventRateLimit (with RBAC)', { skip }, () => {
+  let c: TestCluster;
+  let dir: string;
+  const ok = async (args: string[], input?: string) => {
+    const r = await c.kubectl(args, input === undefined ? {} : { input });
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const AS_ALICE = ['--as', 'alice'];
+  const configMap = (name: string, owner = '') => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  namespace: own\n${owner}data: {a: b}\n`;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'orch-admission-rbac-'));
+    writeFileSync(
+      join(dir, 'admission.yaml'),
+      `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: EventRateLimit
+  configuration:
+    apiVersion: eventratelimit.admission.k8s.io/v1alpha1
+    kind: Configuration
+    limits: [{type: Namespace, qps: 1, burst: 3}]
+`,
+    );
+    c = await startCluster([
+      '--authorization-mode=RBAC',
+      '--enable-admission-plugins=OwnerReferencesPermissionEnforcement,EventRateLimit',
+      `--admission-control-config-file=${join(dir, 'admission.yaml')}`,
+    ]);
+    await ok(['create', 'namespace', 'own']);
+    await ok(['create', 'namespace', 'noisy']);
+    await ok(['create', 'role', 'writer', '-n', 'own', '--verb=get,list,create,update,patch', '--resource=configmaps']);
+    await ok(['create', 'rolebinding', 'alice-writer', '-n', 'own', '--role=writer', '--user=alice']);
+    await ok(['create', '-f', '-'], configMap('owner'));
+  });
+  after(async () => {
+    await c?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('setting an ownerRef needs delete on the object, blockOwnerDeletion needs update on the owner finalizers', async () => {
+    const owner = JSON.parse(await ok(['get', 'configmap', 'owner', '-n', 'own', '-o', 'json']));
+    const ref = (block: boolean) =>
+      `  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: owner, uid: ${owner.metadata.uid}${block ? ', blockOwnerDeletion: true' : ''}}]\n`;
+    await ok([...AS_ALICE, 'create', '-f', '-'], configMap('plain'));
+    let r = await c.kubectl([...AS_ALICE, 'create', '-f', '-'], { input: configMap('owned', ref(false)) });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /configmaps "owned" is forbidden: cannot set an ownerRef on a resource you can't delete: /);
+    await ok(['create', 'role', 'deleter', '-n', 'own', '--verb=delete', '--resource=configmaps']);
+    await ok(['create', 'rolebinding', 'alice-deleter', '-n', 'own', '--role=deleter', '--user=alice']);
+    await ok([...AS_ALICE, 'create', '-f', '-'], configMap('owned', ref(false)));
+    r = await c.kubectl([...AS_ALICE, 'create', '-f', '-'], { input: configMap('blocking', ref(true)) });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: /);
+    await ok(['create', 'role', 'finalizer', '-n', 'own', '--verb=update', '--resource=configmaps/finalizers']);
+    await ok(['create', 'rolebinding', 'alice-finalizer', '-n', 'own', '--role=finalizer', '--user=alice']);
+    await ok([...AS_ALICE, 'create', '-f', '-'], configMap('blocking', ref(true)));
+  });
+
+  it('EventRateLimit refuses events beyond the namespace bucket with 429', async () => {
+    const statuses: number[] = [];
+    let refusal: any;
+    for (let i = 0; i < 10; i++) {
+      const r = await c.request('POST', '/api/v1/namespaces/noisy/events', {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Event',
+          metadata: { name: `e${i}` },
+          involvedObject: { kind: 'Pod', name: 'p', namespace: 'noisy' },
+          reason: 'Test',
+          message: 'm',
+          type: 'Normal',
+        },
+      });
+      statuses.push(r.status);
+      if (r.status === 429) refusal ??= r.json;
+    }
+    // The bucket starts with burst (3) tokens and refills at 1 per second: ten quick creates cannot all pass.
+    assert.deepEqual(statuses.slice(0, 3), [201, 201, 201]);
+    assert.ok(statuses.includes(429), statuses.join(','));
+    assert.equal(refusal.reason, 'TooManyRequests');
+    assert.equal(refusal.message, 'Too many requests: limit reached on type Namespace for key noisy');
+    // Other namespaces have their own bucket.
+    const other = await c.request('POST', '/api/v1/namespaces/own/events', {
+      body: { apiVersion: 'v1', kind: 'Event', metadata: { name: 'e' }, involvedObject: { kind: 'Pod', name: 'p', namespace: 'own' }, reason: 'R', message: 'm' },
+    });
+    assert.equal(other.status, 201, other.text);
   });
 });
