@@ -5,7 +5,7 @@
  */
 import { eventJSON, eventString } from './encode.js';
 import type { AuditMetrics } from './metrics.js';
-import { levelAtLeast, type AuditEvent, type EventVersion } from './types.js';
+import { levelAtLeast, withoutEncoding, type AuditEvent, type EventVersion } from './types.js';
 
 export interface Backend {
   readonly name: string;
@@ -91,8 +91,8 @@ export function truncateBackend(delegate: Backend, config: TruncateConfig, versi
       for (let event of events) {
         let n = size(event);
         if (n > config.maxEventSize && levelAtLeast(event.level, 'Request')) {
-          const { requestObject: _req, responseObject: _res, ...rest } = event;
-          event = { ...rest, annotations: { ...(event.annotations ?? {}), [TRUNCATED_ANNOTATION]: 'true' } };
+          const annotations = { ...(event.annotations ?? {}), [TRUNCATED_ANNOTATION]: 'true' };
+          event = { ...withoutEncoding(event), requestObject: undefined, responseObject: undefined, annotations };
           n = size(event);
         }
         if (n > config.maxEventSize) {

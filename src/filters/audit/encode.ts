@@ -5,7 +5,7 @@
  */
 import type { UserInfo } from '../../endpoints/http.js';
 import { goQuote } from '../../util/validation.js';
-import { AUDIT_GROUP, type AuditEvent, type EventVersion, type ResponseStatus } from './types.js';
+import { AUDIT_GROUP, type AuditEvent, type EventVersion, type ObjectReference, type ResponseStatus } from './types.js';
 
 const HTML_CHARS = /[<>&\u2028\u2029]/g;
 const HAS_HTML_CHARS = /[<>&\u2028\u2029]/;
@@ -26,11 +26,23 @@ function pad(n: number, width = 2): string {
   return String(n).padStart(width, '0');
 }
 
+function pad6(n: number): string {
+  return n >= 100_000 ? String(n) : String(n).padStart(6, '0');
+}
+
+/** The last whole second microTime formatted, and its text up to the fraction: a pure memo, events come in order. */
+let memoSecond = NaN;
+let memoPrefix = '';
+
 /** metav1.MicroTime: RFC 3339 in UTC with exactly six decimals. */
 export function microTime(us: number): string {
-  const d = new Date(Math.floor(us / 1000));
-  const micros = ((us % 1_000_000) + 1_000_000) % 1_000_000;
-  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(micros, 6)}Z`;
+  const second = Math.floor(us / 1_000_000);
+  if (second !== memoSecond) {
+    const d = new Date(second * 1000);
+    memoPrefix = `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.`;
+    memoSecond = second;
+  }
+  return `${memoPrefix}${pad6(us - second * 1_000_000)}Z`;
 }
 
 /** metav1.Time: RFC 3339 in UTC, whole seconds. */
@@ -51,15 +63,26 @@ export function rfc3339NanoLocal(us: number): string {
 /** authentication/v1 UserInfo with omitempty fields. */
 function userJSON(u: UserInfo | undefined): string {
   if (!u) return '{}';
-  const parts: string[] = [];
-  if (u.name) parts.push(`"username":${JSON.stringify(u.name)}`);
-  if (u.uid) parts.push(`"uid":${JSON.stringify(u.uid)}`);
-  if (u.groups.length > 0) parts.push(`"groups":${JSON.stringify(u.groups)}`);
-  if (u.extra && Object.keys(u.extra).length > 0) parts.push(`"extra":${JSON.stringify(u.extra)}`);
-  return `{${parts.join(',')}}`;
+  let out = '';
+  if (u.name) out += `,"username":${JSON.stringify(u.name)}`;
+  if (u.uid) out += `,"uid":${JSON.stringify(u.uid)}`;
+  if (u.groups.length > 0) out += `,"groups":${JSON.stringify(u.groups)}`;
+  if (u.extra && Object.keys(u.extra).length > 0) out += `,"extra":${JSON.stringify(u.extra)}`;
+  return `{${out.slice(1)}}`;
 }
 
-const OBJECT_REF_FIELDS = ['resource', 'namespace', 'name', 'uid', 'apiGroup', 'apiVersion', 'resourceVersion', 'subresource'] as const;
+function objectRefJSON(ref: ObjectReference): string {
+  let out = '';
+  if (ref.resource) out += `,"resource":${JSON.stringify(ref.resource)}`;
+  if (ref.namespace) out += `,"namespace":${JSON.stringify(ref.namespace)}`;
+  if (ref.name) out += `,"name":${JSON.stringify(ref.name)}`;
+  if (ref.uid) out += `,"uid":${JSON.stringify(ref.uid)}`;
+  if (ref.apiGroup) out += `,"apiGroup":${JSON.stringify(ref.apiGroup)}`;
+  if (ref.apiVersion) out += `,"apiVersion":${JSON.stringify(ref.apiVersion)}`;
+  if (ref.resourceVersion) out += `,"resourceVersion":${JSON.stringify(ref.resourceVersion)}`;
+  if (ref.subresource) out += `,"subresource":${JSON.stringify(ref.subresource)}`;
+  return `{${out.slice(1)}}`;
+}
 
 function statusJSON(s: ResponseStatus): string {
   let out = '{"metadata":{}';
@@ -71,47 +94,70 @@ function statusJSON(s: ResponseStatus): string {
   return out + '}';
 }
 
-/**
- * The event's JSON. `typeMeta` adds kind and apiVersion (a single event; items of an EventList have none).
- * Results are cached per event, since backends, truncation and size checks ask for the same text.
- */
-export function eventJSON(ev: AuditEvent, version: EventVersion, typeMeta: boolean): string {
-  const key = `${version}${typeMeta ? '+' : '-'}`;
-  let cache = CACHE.get(ev);
-  const hit = cache?.get(key);
-  if (hit !== undefined) return hit;
-  const text = goJSONEscape(buildEventJSON(ev, version, typeMeta));
-  if (!cache) CACHE.set(ev, (cache = new Map()));
-  cache.set(key, text);
-  return text;
+function annotationsJSON(a: Record<string, string>): string {
+  // Go marshals maps with sorted keys.
+  const keys = Object.keys(a);
+  if (keys.length > 1) keys.sort();
+  let out = '';
+  for (const k of keys) out += `,${JSON.stringify(k)}:${JSON.stringify(a[k])}`;
+  return `{${out.slice(1)}}`;
 }
 
-const CACHE = new WeakMap<AuditEvent, Map<string, string>>();
+function typeMetaPrefix(version: EventVersion): string {
+  return `{"kind":"Event","apiVersion":"${AUDIT_GROUP}/${version}",`;
+}
 
-function buildEventJSON(ev: AuditEvent, version: EventVersion, typeMeta: boolean): string {
+/**
+ * The event's JSON. `typeMeta` adds kind and apiVersion (a single event; items of an EventList have none).
+ * The text is kept with the event (backends, truncation and size checks ask for the same text), and the
+ * fields that stay the same through a request's stages are encoded once per request.
+ */
+export function eventJSON(ev: AuditEvent, version: EventVersion, typeMeta: boolean): string {
+  let json: string;
+  if (ev.encoded?.version === version) json = ev.encoded.json;
+  else {
+    json = buildEventJSON(ev, version);
+    ev.encoded = { version, json };
+  }
+  return typeMeta ? typeMetaPrefix(version) + json.slice(1) : json;
+}
+
+/** The event's JSON without kind and apiVersion, with Go's escaping. */
+function buildEventJSON(ev: AuditEvent, version: EventVersion): string {
+  const memo = ev.memo;
+  let head = memo?.head;
+  if (head === undefined) {
+    head = goJSONEscape(`"requestURI":${JSON.stringify(ev.requestURI)},"verb":${JSON.stringify(ev.verb)},"user":${userJSON(ev.user)}`);
+    if (memo) memo.head = head;
+  }
+  let client = memo?.client;
+  if (client === undefined) {
+    client = '';
+    if (ev.sourceIPs.length > 0) client += `,"sourceIPs":${JSON.stringify(ev.sourceIPs)}`;
+    if (ev.userAgent) client += `,"userAgent":${JSON.stringify(ev.userAgent)}`;
+    client = goJSONEscape(client);
+    if (memo) memo.client = client;
+  }
   let out = '{';
-  if (typeMeta) out += `"kind":"Event","apiVersion":"${AUDIT_GROUP}/${version}",`;
   if (version === 'v1beta1') out += `"metadata":{"creationTimestamp":"${metaTime(ev.stageTimestamp)}"},`;
   out += `"level":"${ev.level}",`;
   if (version === 'v1beta1') out += `"timestamp":"${metaTime(ev.requestReceivedTimestamp)}",`;
-  out += `"auditID":${JSON.stringify(ev.auditID)},"stage":"${ev.stage}",`;
-  out += `"requestURI":${JSON.stringify(ev.requestURI)},"verb":${JSON.stringify(ev.verb)},"user":${userJSON(ev.user)}`;
-  if (ev.impersonatedUser) out += `,"impersonatedUser":${userJSON(ev.impersonatedUser)}`;
-  if (ev.sourceIPs.length > 0) out += `,"sourceIPs":${JSON.stringify(ev.sourceIPs)}`;
-  if (ev.userAgent) out += `,"userAgent":${JSON.stringify(ev.userAgent)}`;
-  if (ev.objectRef) {
-    const ref = ev.objectRef;
-    const fields = OBJECT_REF_FIELDS.filter((f) => ref[f]).map((f) => `"${f}":${JSON.stringify(ref[f])}`);
-    out += `,"objectRef":{${fields.join(',')}}`;
-  }
-  if (ev.responseStatus) out += `,"responseStatus":${statusJSON(ev.responseStatus)}`;
-  if (ev.requestObject !== undefined) out += `,"requestObject":${ev.requestObject}`;
-  if (ev.responseObject !== undefined) out += `,"responseObject":${ev.responseObject}`;
+  out += `"auditID":${goJSONEscape(JSON.stringify(ev.auditID))},"stage":"${ev.stage}",${head}`;
+  let changing = '';
+  if (ev.impersonatedUser) changing += `,"impersonatedUser":${userJSON(ev.impersonatedUser)}`;
+  out += goJSONEscape(changing) + client;
+  changing = '';
+  if (ev.objectRef) changing += `,"objectRef":${objectRefJSON(ev.objectRef)}`;
+  if (ev.responseStatus) changing += `,"responseStatus":${statusJSON(ev.responseStatus)}`;
+  out += goJSONEscape(changing);
+  if (ev.requestObject !== undefined) out += `,"requestObject":${goJSONEscape(ev.requestObject)}`;
+  if (ev.responseObject !== undefined) out += `,"responseObject":${goJSONEscape(ev.responseObject)}`;
   out += `,"requestReceivedTimestamp":"${microTime(ev.requestReceivedTimestamp)}","stageTimestamp":"${microTime(ev.stageTimestamp)}"`;
-  if (ev.annotations && Object.keys(ev.annotations).length > 0) {
-    // Go marshals maps with sorted keys.
-    const keys = Object.keys(ev.annotations).sort();
-    out += `,"annotations":{${keys.map((k) => `${JSON.stringify(k)}:${JSON.stringify(ev.annotations![k])}`).join(',')}}`;
+  if (ev.annotations) {
+    for (const _ in ev.annotations) {
+      out += `,"annotations":${goJSONEscape(annotationsJSON(ev.annotations))}`;
+      break;
+    }
   }
   return out + '}';
 }

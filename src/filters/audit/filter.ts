@@ -22,7 +22,7 @@ import { getRequestInfo, type LongRunningCheck, type RequestInfo } from '../requ
 import type { Backend } from './backend.js';
 import type { AuditMetrics } from './metrics.js';
 import type { PolicyEvaluator, RequestAuditConfig } from './policy.js';
-import { levelAtLeast, snapshot, type AuditEvent, type Level, type ResponseStatus } from './types.js';
+import { levelAtLeast, objectReference, snapshot, withoutEncoding, type AuditEvent, type Level, type ResponseStatus } from './types.js';
 
 export const AUDIT_ID_HEADER = 'Audit-ID';
 const MAX_USER_AGENT_LENGTH = 1024;
@@ -77,19 +77,30 @@ function normalizeIP(text: string): string | undefined {
   return t.startsWith('::ffff:') && isIP(t.slice(7)) === 4 ? t.slice(7) : t.toLowerCase();
 }
 
+/** The peer's address as SourceIPs has it (an IPv4-mapped IPv6 address as IPv4). */
+function peerIP(req: ApiRequest): string | undefined {
+  const remote = (req.socket as { remoteAddress?: string } | undefined)?.remoteAddress;
+  if (remote === undefined || remote === '') return undefined;
+  // Node's socket addresses are valid IPs already: only the plain common case skips normalizing.
+  if (remote === '127.0.0.1' || remote === '::1') return remote;
+  return normalizeIP(remote);
+}
+
 /** Kubernetes' utilnet.SourceIPs: X-Forwarded-For entries, X-Real-Ip, then the peer (not repeated). */
 export function sourceIPs(req: ApiRequest): string[] {
-  const ips: string[] = [];
   const forwarded = header(req, 'x-forwarded-for');
+  const realHeader = header(req, 'x-real-ip');
+  const remote = peerIP(req);
+  if (forwarded === '' && realHeader === '') return remote ? [remote] : [];
+  const ips: string[] = [];
   if (forwarded !== '') {
     for (const part of forwarded.split(',')) {
       const ip = normalizeIP(part);
       if (ip) ips.push(ip);
     }
   }
-  const real = normalizeIP(header(req, 'x-real-ip'));
+  const real = normalizeIP(realHeader);
   if (real && !ips.includes(real)) ips.push(real);
-  const remote = normalizeIP((req.socket as { remoteAddress?: string } | undefined)?.remoteAddress ?? '');
   if (remote && ips[ips.length - 1] !== remote) ips.push(remote);
   return ips;
 }
@@ -101,7 +112,7 @@ function userAgent(req: ApiRequest): string {
 
 function newEvent(req: ApiRequest, info: RequestInfo, user: UserInfo | undefined, level: Level): AuditEvent {
   const r = receivedOf(req);
-  const ev: AuditEvent = {
+  return withoutEncoding({
     level,
     auditID: r.auditID,
     stage: 'RequestReceived',
@@ -110,20 +121,20 @@ function newEvent(req: ApiRequest, info: RequestInfo, user: UserInfo | undefined
     user,
     sourceIPs: sourceIPs(req),
     userAgent: userAgent(req),
+    objectRef: info.isResourceRequest
+      ? objectReference({
+          resource: info.resource,
+          namespace: info.namespace,
+          name: info.name,
+          apiGroup: info.apiGroup,
+          apiVersion: info.apiVersion,
+          subresource: info.subresource,
+        })
+      : undefined,
     requestReceivedTimestamp: r.at,
     stageTimestamp: r.at,
-  };
-  if (info.isResourceRequest) {
-    ev.objectRef = {
-      resource: info.resource,
-      namespace: info.namespace,
-      name: info.name,
-      apiGroup: info.apiGroup,
-      apiVersion: info.apiVersion,
-      subresource: info.subresource,
-    };
-  }
-  return ev;
+    memo: {},
+  });
 }
 
 // ---- the recorder --------------------------------------------------------------------------------------
@@ -151,6 +162,9 @@ function withoutManagedFields(o: Obj): Obj {
 }
 
 class EventRecorder implements AuditRecorder {
+  /** Set once the event's last stage is with the backend, which may keep the event itself: no more changes. */
+  closed = false;
+
   constructor(
     private readonly ev: AuditEvent,
     private readonly config: RequestAuditConfig,
@@ -161,8 +175,9 @@ class EventRecorder implements AuditRecorder {
   }
 
   logRequestObject(obj: unknown): void {
+    if (this.closed) return;
     if (!isObject(obj)) return;
-    const ref = (this.ev.objectRef ??= {});
+    const ref = (this.ev.objectRef ??= objectReference({}));
     const meta = isObject(obj.metadata) ? obj.metadata : undefined;
     if (meta) {
       if (!ref.namespace && typeof meta.namespace === 'string') ref.namespace = meta.namespace;
@@ -174,6 +189,7 @@ class EventRecorder implements AuditRecorder {
   }
 
   logRequestPatch(patch: Buffer): void {
+    if (this.closed) return;
     if (!levelAtLeast(this.ev.level, 'Request')) return;
     const text = patch.toString('utf8');
     try {
@@ -189,6 +205,7 @@ class EventRecorder implements AuditRecorder {
   }
 
   logResponseObject(obj: unknown): void {
+    if (this.closed) return;
     if (Buffer.isBuffer(obj)) {
       if (!levelAtLeast(this.ev.level, 'RequestResponse')) return;
       const text = obj.toString('utf8').trim();
@@ -209,10 +226,12 @@ class EventRecorder implements AuditRecorder {
   }
 
   logImpersonatedUser(user: UserInfo): void {
+    if (this.closed) return;
     this.ev.impersonatedUser = { ...user, groups: [...user.groups] };
   }
 
   addAnnotation(key: string, value: string): void {
+    if (this.closed) return;
     const a = (this.ev.annotations ??= {});
     // As Kubernetes: the first value set wins.
     if (!(key in a)) a[key] = value;
@@ -230,13 +249,17 @@ export interface AuditDeps {
 
 const FAILED_TO_STORE = 'failed to store audit event';
 
-/** Hands the event at its current stage to the backend unless the stage is omitted; true/false/Promise as the backend answers. */
-function processEvent(ev: AuditEvent, omit: readonly string[], deps: Pick<AuditDeps, 'backend' | 'metrics'>): boolean | Promise<boolean> {
+/**
+ * Hands the event at its current stage to the backend unless the stage is omitted; true/false/Promise as the
+ * backend answers. Earlier stages hand a copy (the event goes on changing); the last stage (`last`) hands the
+ * event itself, which its recorder no longer changes.
+ */
+function processEvent(ev: AuditEvent, omit: readonly string[], deps: Pick<AuditDeps, 'backend' | 'metrics'>, last = false): boolean | Promise<boolean> {
   if (omit.length > 0 && omit.includes(ev.stage)) return true;
   ev.stageTimestamp = ev.stage === 'RequestReceived' ? ev.requestReceivedTimestamp : nowMicros();
   deps.metrics.event();
   try {
-    return deps.backend.processEvents([snapshot(ev)]);
+    return deps.backend.processEvents([last ? ev : snapshot(ev)]);
   } catch {
     return false;
   }
@@ -287,7 +310,8 @@ export function withAudit(next: Handler, deps: AuditDeps): Handler {
       return writeHttpError(res, 500, `Internal Server Error: ${JSON.stringify(req.url ?? '/')}: ${FAILED_TO_STORE}`);
     }
 
-    setAuditRecorder(req, res, new EventRecorder(ev, config));
+    const recorder = new EventRecorder(ev, config);
+    setAuditRecorder(req, res, recorder);
     const longRunning = deps.longRunning(req, info);
     let started = false;
     let finished = false;
@@ -300,8 +324,9 @@ export function withAudit(next: Handler, deps: AuditDeps): Handler {
     };
     const complete = (): boolean | Promise<boolean> => {
       finished = true;
+      recorder.closed = true;
       ev.stage = 'ResponseComplete';
-      return processEvent(ev, omit, deps);
+      return processEvent(ev, omit, deps, true);
     };
     watchResponse(
       res,
@@ -317,9 +342,10 @@ export function withAudit(next: Handler, deps: AuditDeps): Handler {
     } catch (e) {
       if (!finished) {
         finished = true;
+        recorder.closed = true;
         ev.stage = 'Panic';
         ev.responseStatus = { code: 500, status: 'Failure', reason: 'InternalError', message: `APIServer panic'd: ${e instanceof Error ? e.message : String(e)}` };
-        void processEvent(ev, omit, deps);
+        void processEvent(ev, omit, deps, true);
       }
       throw e;
     }
@@ -366,7 +392,7 @@ export function withFailedAuthenticationAudit(next: Handler, deps: Omit<AuditDep
         const ev = newEvent(req, info, undefined, config.level);
         ev.stage = 'ResponseStarted';
         ev.responseStatus = { message: authMethods(req), code: 401 };
-        return processEvent(ev, config.omitStages, deps);
+        return processEvent(ev, config.omitStages, deps, true);
       },
     );
     return next(req, res);

@@ -57,6 +57,22 @@ export interface AuditEvent {
   requestReceivedTimestamp: number;
   stageTimestamp: number;
   annotations?: Record<string, string>;
+  /**
+   * Encodings kept with the event, not part of it. `memo` is shared by all the events of one request and
+   * holds the JSON of the fields that stay the same through its stages; `encoded` is this event's own JSON
+   * (items form) once made, so that truncation, a webhook and the log encode it once. Copies that change
+   * an event's fields must leave `encoded` out (see withoutEncoding).
+   */
+  memo?: EventMemo;
+  encoded?: { version: EventVersion; json: string };
+}
+
+/** Per-request encodings shared by the request's events (see AuditEvent.memo). */
+export interface EventMemo {
+  /** "requestURI", "verb" and "user". */
+  head?: string;
+  /** "sourceIPs" and "userAgent". */
+  client?: string;
 }
 
 /** The group versions events and policies may be written in. audit.orch.io is the documents' spelling. */
@@ -76,7 +92,55 @@ export function parseEventVersion(text: string): EventVersion {
   throw new Error(`invalid group version, allowed versions are "[${AUDIT_GROUP}/v1 ${AUDIT_GROUP}/v1beta1]"`);
 }
 
-/** A copy of `ev` for a backend: the annotations map is the only part the filter changes in place. */
+/**
+ * A copy of `ev` with every field present (undefined when unset) in one order, without its own cached
+ * encoding: events made this way share one shape, which keeps copying and encoding them fast.
+ */
+export function withoutEncoding(ev: AuditEvent): AuditEvent {
+  return {
+    level: ev.level,
+    auditID: ev.auditID,
+    stage: ev.stage,
+    requestURI: ev.requestURI,
+    verb: ev.verb,
+    user: ev.user,
+    impersonatedUser: ev.impersonatedUser,
+    sourceIPs: ev.sourceIPs,
+    userAgent: ev.userAgent,
+    objectRef: ev.objectRef,
+    responseStatus: ev.responseStatus,
+    requestObject: ev.requestObject,
+    responseObject: ev.responseObject,
+    requestReceivedTimestamp: ev.requestReceivedTimestamp,
+    stageTimestamp: ev.stageTimestamp,
+    annotations: ev.annotations,
+    memo: ev.memo,
+    encoded: undefined,
+  };
+}
+
+/** An object reference with every field present (see withoutEncoding). */
+export function objectReference(ref: ObjectReference): ObjectReference {
+  return {
+    resource: ref.resource,
+    namespace: ref.namespace,
+    name: ref.name,
+    uid: ref.uid,
+    apiGroup: ref.apiGroup,
+    apiVersion: ref.apiVersion,
+    resourceVersion: ref.resourceVersion,
+    subresource: ref.subresource,
+  };
+}
+
+/**
+ * A copy of `ev` for a backend (which may keep it in a buffer, as Kubernetes' buffered backend keeps a deep
+ * copy): the parts the filter changes in place later (annotations, objectRef, responseStatus) are copied.
+ */
 export function snapshot(ev: AuditEvent): AuditEvent {
-  return ev.annotations ? { ...ev, annotations: { ...ev.annotations } } : { ...ev };
+  const copy = withoutEncoding(ev);
+  if (ev.annotations) copy.annotations = { ...ev.annotations };
+  if (ev.objectRef) copy.objectRef = objectReference(ev.objectRef);
+  if (ev.responseStatus) copy.responseStatus = { ...ev.responseStatus };
+  return copy;
 }
