@@ -146,14 +146,14 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
       }
       case 'delete': {
         if (info.subresource !== '') throw methodNotAllowed(store, 'DELETE');
-        const opts = await deleteOptions(req, query);
+        const opts = await deleteOptions(req, query, (raw) => auditDeleteOptions(req, raw));
         scope.dryRun = opts.dryRun;
         const { object, deleted } = await store.delete(scope, info.name, opts.options);
         if (decl.responses?.delete === 'Status') return writeBody(res, 200, deleteStatus(decl, object), out);
         return writeBody(res, opts.orphanDependents === false && !deleted ? 202 : 200, link(object), out);
       }
       case 'deletecollection': {
-        const opts = await deleteOptions(req, query);
+        const opts = await deleteOptions(req, query, (raw) => auditDeleteOptions(req, raw));
         scope.dryRun = opts.dryRun;
         const items = await store.deleteCollection(scope, listOptions(query), opts.options);
         if (decl.responses?.deleteCollection === 'Status') {
@@ -463,9 +463,34 @@ async function decodeObject(
   return { ...(checked.pruned as KObject), apiVersion, kind: decl.kind };
 }
 
+/**
+ * Audit of a delete's or deletecollection's body, as kube-apiserver 1.23.17 records it (from level Request;
+ * options given as query parameters are not recorded): the body is decoded as DeleteOptions whatever group
+ * version it names, and encoded back through the meta-internal scheme, where DeleteOptions is an unversioned
+ * type: its apiVersion is always meta.k8s.io/__internal, its fields in metav1.DeleteOptions order.
+ */
+function auditDeleteOptions(req: ApiRequest, raw: Record<string, any>): void {
+  const audit = getAuditRecorder(req);
+  if (!audit || (raw.kind !== undefined && raw.kind !== 'DeleteOptions')) return;
+  const o: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/__internal' };
+  if (typeof raw.gracePeriodSeconds === 'number') o.gracePeriodSeconds = raw.gracePeriodSeconds;
+  const pre = raw.preconditions as Record<string, unknown> | null | undefined;
+  if (pre && typeof pre === 'object') {
+    o.preconditions = {
+      ...(typeof pre.uid === 'string' ? { uid: pre.uid } : {}),
+      ...(typeof pre.resourceVersion === 'string' ? { resourceVersion: pre.resourceVersion } : {}),
+    };
+  }
+  if (typeof raw.orphanDependents === 'boolean') o.orphanDependents = raw.orphanDependents;
+  if (typeof raw.propagationPolicy === 'string') o.propagationPolicy = raw.propagationPolicy;
+  if (Array.isArray(raw.dryRun) && raw.dryRun.length > 0) o.dryRun = raw.dryRun;
+  audit.logRequestObject(o);
+}
+
 async function deleteOptions(
   req: ApiRequest,
   query: URLSearchParams,
+  onBody?: (raw: Record<string, any>) => void,
 ): Promise<{ options: DeleteOptions; dryRun: boolean; orphanDependents?: boolean }> {
   const body = await readBody(req);
   let raw: Record<string, any> = {};
@@ -479,6 +504,7 @@ async function deleteOptions(
       throw apiErrors.badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
     }
     if (raw === null || typeof raw !== 'object') throw apiErrors.badRequest('the body of the request must be a DeleteOptions object');
+    onBody?.(raw);
   }
   const options: DeleteOptions = {};
   const grace = intParam(query, 'gracePeriodSeconds') ?? raw.gracePeriodSeconds;

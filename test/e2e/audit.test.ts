@@ -2,7 +2,7 @@
  * Audit end to end on one server: a policy exercising every rule field and level, checked on the JSON log
  * file the server writes in blocking mode (so each request's events are in the file when its response
  * arrives), the Audit-ID header, watches (ResponseStarted), failed authentication, the authorization
- * annotations, the metrics, and kubectl's `create namespace`.
+ * annotations, the metrics, DeleteOptions recorded for deletes, and kubectl's `create namespace` and `delete`.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,6 +20,9 @@ rules:
   users: [quiet]
 - level: RequestResponse
   userGroups: [rr-group]
+  resources: [{group: "", resources: [configmaps]}]
+- level: Request
+  verbs: [delete, deletecollection]
   resources: [{group: "", resources: [configmaps]}]
 - level: Request
   verbs: [create]
@@ -246,6 +249,66 @@ void describe('audit policy matrix (json log, blocking mode)', () => {
       details: { name: 'missing', kind: 'configmaps' },
       code: 404,
     });
+  });
+});
+
+void describe('DeleteOptions as the request object of a delete (level Request)', () => {
+  const cm = async (name: string) => assert.equal((await c.request('POST', '/api/v1/namespaces/other-ns/configmaps', { body: { metadata: { name } } })).status, 201);
+  const completeOf = (r: { headers: Record<string, string | string[] | undefined> }) => eventsOf(r.headers['audit-id']).find((e) => e.stage === 'ResponseComplete')!;
+
+  void it('records the body as meta-internal DeleteOptions, fields in Go order, whatever version it names', async () => {
+    await cm('del-body');
+    const body = { propagationPolicy: 'Foreground', apiVersion: 'v1', dryRun: [], preconditions: { resourceVersion: null, uid: null }, gracePeriodSeconds: 0, kind: 'DeleteOptions', unknown: 1 };
+    const r = await c.request('DELETE', '/api/v1/namespaces/other-ns/configmaps/del-body', { body });
+    assert.equal(r.status, 200, r.text);
+    const complete = completeOf(r);
+    assert.equal(complete.level, 'Request');
+    assert.equal(complete.verb, 'delete');
+    assert.deepEqual(complete.objectRef, { resource: 'configmaps', namespace: 'other-ns', name: 'del-body', apiVersion: 'v1' });
+    assert.equal(complete.responseObject, undefined);
+    const line = readFileSync(logPath, 'utf8').split('\n').find((l) => l.includes(complete.auditID) && l.includes('"ResponseComplete"'))!;
+    assert.match(line, /"requestObject":\{"kind":"DeleteOptions","apiVersion":"meta.k8s.io\/__internal","gracePeriodSeconds":0,"preconditions":\{\},"propagationPolicy":"Foreground"\}/);
+    // A failed delete (a precondition that does not hold) has its options recorded too.
+    for (const [name, b, status] of [
+      ['del-meta', { apiVersion: 'meta.k8s.io/v1', kind: 'DeleteOptions', orphanDependents: true }, 200],
+      ['del-bare', { preconditions: { uid: 'x' }, dryRun: ['All'] }, 409],
+    ] as const) {
+      await cm(name);
+      const d = await c.request('DELETE', `/api/v1/namespaces/other-ns/configmaps/${name}`, { body: b });
+      assert.equal(d.status, status, d.text);
+      const { kind: _k, apiVersion: _v, ...fields } = b as Record<string, unknown>;
+      assert.deepEqual(completeOf(d).requestObject, { kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/__internal', ...fields }, name);
+    }
+  });
+
+  void it('records nothing for options in the query', async () => {
+    await cm('del-query');
+    const r = await c.request('DELETE', '/api/v1/namespaces/other-ns/configmaps/del-query?gracePeriodSeconds=0&propagationPolicy=Background');
+    assert.equal(r.status, 200, r.text);
+    const complete = completeOf(r);
+    assert.equal(complete.level, 'Request');
+    assert.equal(complete.requestObject, undefined);
+    assert.equal(complete.objectRef?.name, 'del-query');
+  });
+
+  void it('records a deletecollection body the same way', async () => {
+    await cm('del-coll');
+    const r = await c.request('DELETE', '/api/v1/namespaces/other-ns/configmaps?fieldSelector=metadata.name%3Ddel-coll', { body: { kind: 'DeleteOptions', apiVersion: 'v1', orphanDependents: false } });
+    assert.equal(r.status, 200, r.text);
+    const complete = completeOf(r);
+    assert.equal(complete.verb, 'deletecollection');
+    assert.deepEqual(complete.requestObject, { kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/__internal', orphanDependents: false });
+  });
+
+  void it('kubectl delete: its options body is recorded', async (t) => {
+    if (!kubectlPath()) return t.skip('kubectl is not installed');
+    await cm('del-kubectl');
+    const r = await c.kubectl(['delete', 'configmap', 'del-kubectl', '-n', 'other-ns']);
+    assert.equal(r.code, 0, r.stderr);
+    const complete = events().find((e) => e.verb === 'delete' && e.stage === 'ResponseComplete' && e.objectRef?.name === 'del-kubectl');
+    assert.ok(complete, 'the delete is audited');
+    assert.match(complete.userAgent ?? '', /^kubectl\//);
+    assert.deepEqual(complete.requestObject, { kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/__internal', propagationPolicy: 'Background' });
   });
 });
 
