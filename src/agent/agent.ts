@@ -178,8 +178,10 @@ export class Agent implements ServerHost {
           },
         })
       : undefined;
+    const pleg = (this.runtime as Runtime & { plegHealth?: () => string | undefined }).plegHealth?.bind(this.runtime);
     this.runtimeState = new RuntimeState({
       status: () => this.runtimeStatus(),
+      ...(pleg ? { healthChecks: [{ name: 'PLEG', check: pleg }] } : {}),
       ...(config.runtimeHealth?.periodMs !== undefined ? { periodMs: config.runtimeHealth.periodMs } : {}),
       ...(config.runtimeHealth?.downAfterMs !== undefined ? { downAfterMs: config.runtimeHealth.downAfterMs } : {}),
       onChange: () => void this.api?.node?.syncStatus(true).catch((err: unknown) => this.log('error', `updating node status: ${String(err)}`)),
@@ -244,6 +246,8 @@ export class Agent implements ServerHost {
       const uid = this.syncer.uidOfSandbox(e.podSandboxId);
       if (uid !== undefined) this.workers.sync(uid);
     });
+    // A CRI runtime's first relist (the PLEG) before the node's first state
+    await (this.runtime as Runtime & { relistNow?: () => Promise<void> }).relistNow?.();
     await this.runtimeState.start();
     this.startGarbageCollection();
     // Kept referenced: this timer is what keeps a standalone agent alive with no pods.

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { ContainerGC, ImageGC, nodeImages, type ContainerGCPolicy, type ImageGCPolicy } from '../../src/agent/gc.js';
 import { RuntimeState } from '../../src/agent/node/runtimestate.js';
 import { aggregateMessage } from '../../src/agent/node/nodestatus.js';
+import { goDuration } from '../../src/agent/runtime/cri.js';
 import type { ContainerSummary, ImageInfo, ImageService, PodSandbox, Runtime } from '../../src/agent/runtime/runtime.js';
 
 const T0 = 1_700_000_000_000;
@@ -221,5 +222,15 @@ void describe('runtime state (the Ready condition)', () => {
     assert.equal(changes, 2);
     assert.equal(aggregateMessage(['container runtime is down']), 'container runtime is down');
     assert.equal(aggregateMessage(['a', 'b', 'a']), '[a, b]');
+  });
+
+  void it('adds failing health checks (the PLEG) after the runtime errors, in Go duration words', async () => {
+    let pleg: string | undefined = 'pleg has yet to be successful';
+    const s = new RuntimeState({ status: async () => [{ type: 'RuntimeReady', status: true }, { type: 'NetworkReady', status: true }], healthChecks: [{ name: 'PLEG', check: () => pleg }] });
+    await s.check();
+    assert.deepEqual(s.errors(), ['PLEG is not healthy: pleg has yet to be successful']);
+    pleg = undefined;
+    assert.deepEqual(s.errors(), []);
+    assert.deepEqual([goDuration(180_000), goDuration(185_123), goDuration(2_500), goDuration(3_723_004), goDuration(250), goDuration(60_000)], ['3m0s', '3m5.123s', '2.5s', '1h2m3.004s', '250ms', '1m0s']);
   });
 });

@@ -7,7 +7,7 @@
 //     --image-gc-high-threshold removes the unused image but neither the images in use nor the
 //     pinned --pod-infra-container-image, with a FreeDiskSpaceFailed event when it cannot free enough;
 //   - the runtime going down: killing containerd turns the node NotReady (KubeletNotReady,
-//     "container runtime is down", a NodeNotReady event); containerd started again on the same
+//     "container runtime is down", then PLEG not healthy too, a NodeNotReady event); containerd started again on the same
 //     socket makes it Ready again (NodeReady), and the pod's container ran on throughout.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -61,8 +61,15 @@ void describe('orchlet node on containerd: host ports, images, garbage collectio
   };
   const nodeEvents = async (): Promise<Json[]> =>
     ((await kubectlJSON(['get', 'events', '-A', '--field-selector', `involvedObject.kind=Node,involvedObject.name=${node}`]))?.items as Json[] | undefined) ?? [];
-  const criAgent = async (extra: Partial<AgentConfig>): Promise<TestAgent> => {
-    const runtime = await CriRuntime.connect({ runtimeEndpoint: h.endpoint, cgroupRoot: h.cgroupRoot, eventPollMs: 200, requestTimeoutMs: 5_000, pinnedImages: [PAUSE_IMAGE] });
+  const criAgent = async (extra: Partial<AgentConfig>, plegThresholdMs?: number): Promise<TestAgent> => {
+    const runtime = await CriRuntime.connect({
+      runtimeEndpoint: h.endpoint,
+      cgroupRoot: h.cgroupRoot,
+      eventPollMs: 200,
+      requestTimeoutMs: 5_000,
+      pinnedImages: [PAUSE_IMAGE],
+      ...(plegThresholdMs !== undefined ? { plegThresholdMs } : {}),
+    });
     const t = await startAgent(c, { nodeName: node, extra: { runtime, podConfig: { cgroupRoot: h.cgroupRoot }, ...extra } });
     roots.push(t.rootDir);
     return t;
@@ -169,7 +176,7 @@ void describe('orchlet node on containerd: host ports, images, garbage collectio
 
   void it('turns the node NotReady while containerd is down and Ready again when it returns', async () => {
     await a!.agent.stop();
-    a = await criAgent({ runtimeHealth: { periodMs: 300, downAfterMs: 2000 } });
+    a = await criAgent({ runtimeHealth: { periodMs: 300, downAfterMs: 2000 } }, 5000);
     await waitFor('node Ready', async () => ((await readyCondition())?.status === 'True' ? true : undefined), 20_000);
     const webBefore = (await kubectlJSON(['get', 'pod', 'web']))?.status?.containerStatuses?.[0]?.containerID as string;
     await h.kill();
@@ -179,6 +186,12 @@ void describe('orchlet node on containerd: host ports, images, garbage collectio
     }, 20_000);
     assert.equal(down.reason, 'KubeletNotReady');
     assert.equal(down.message, 'container runtime is down');
+    // kubelet's PLEG: the relist has failed for longer than its threshold (3 minutes; 5 s here)
+    const pleg = await waitFor('PLEG not healthy', async () => {
+      const r = await readyCondition();
+      return String(r?.message).includes('PLEG') ? r : undefined;
+    }, 20_000);
+    assert.match(String(pleg.message), /^\[container runtime is down, PLEG is not healthy: pleg was last seen active \d+(\.\d+)?s ago; threshold is 5s\]$/);
     const notReady = await waitFor('a NodeNotReady event', async () => (await nodeEvents()).find((e) => e.reason === 'NodeNotReady'), 15_000);
     assert.equal(await httpText(`http://127.0.0.1:${hostPort}/`), 'hello on a host port\n', 'the container runs on without containerd');
 

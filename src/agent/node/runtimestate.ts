@@ -8,6 +8,8 @@
 //   - "container runtime status check may not have completed yet" before the first good answer;
 //   - "container runtime is down" when the last good answer is older than 30 s
 //     (maxWaitForContainerRuntime);
+//   - "PLEG is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s" from the
+//     health checks (a CRI runtime's relist that has not succeeded for 3 minutes);
 //   - "container runtime not ready: RuntimeReady=false reason:... message:..." and
 //     "container runtime network not ready: NetworkReady=false reason:... message:...".
 
@@ -25,6 +27,8 @@ export interface RuntimeStateOptions {
   periodMs?: number;
   /** How long without a good answer until the runtime is down (kubelet: 30 s). */
   downAfterMs?: number;
+  /** kubelet's runtime health checks (the PLEG): each returns why it is unhealthy, or undefined. */
+  healthChecks?: { name: string; check: () => string | undefined }[];
   /** Called after each check whose outcome differs from the one before. */
   onChange?: () => void;
   log?: (level: 'info' | 'error', message: string) => void;
@@ -99,6 +103,10 @@ export class RuntimeState {
     const out: string[] = [];
     if (this.lastSync === 0) out.push('container runtime status check may not have completed yet');
     else if (this.now() - this.lastSync >= (this.o.downAfterMs ?? 30_000)) out.push('container runtime is down');
+    for (const hc of this.o.healthChecks ?? []) {
+      const err = hc.check();
+      if (err !== undefined) out.push(`${hc.name} is not healthy: ${err}`);
+    }
     if (this.runtimeError !== undefined) out.push(this.runtimeError);
     if (this.networkError !== undefined) out.push(this.networkError);
     return out;

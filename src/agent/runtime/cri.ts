@@ -47,6 +47,18 @@ export interface CriRuntimeOptions extends CriClientOptions {
   eventPollMs?: number;
   /** Images reported as pinned (--pod-infra-container-image): image garbage collection keeps them. */
   pinnedImages?: string[];
+  /** How long without a successful relist until the relist (kubelet's PLEG) is unhealthy, in ms (default 3 minutes). */
+  plegThresholdMs?: number;
+}
+
+/** A duration as Go prints a time.Duration (3m0s, 2.5s, 1h2m3.004s), for kubelet's messages. */
+export function goDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  if (ms < 1000) return `${ms}ms`;
+  const h = Math.floor(ms / 3_600_000);
+  const m = Math.floor((ms % 3_600_000) / 60_000);
+  const sec = ((ms % 60_000) / 1000).toFixed(3).replace(/\.?0+$/, '');
+  return `${h > 0 ? `${h}h` : ''}${h > 0 || m > 0 ? `${m}m` : ''}${sec}s`;
 }
 
 /** The RuntimeError for a failed CRI call. */
@@ -99,6 +111,8 @@ export class CriRuntime implements Runtime {
   private pollTimer: NodeJS.Timeout | undefined;
   private polling = false;
   private closed = false;
+  /** When the last relist succeeded (ms; 0: never). */
+  private lastRelist = 0;
 
   private constructor(
     readonly client: CriClient,
@@ -427,6 +441,7 @@ export class CriRuntime implements Runtime {
   onContainerEvent(listener: (event: ContainerEvent) => void): () => void {
     this.listeners.add(listener);
     if (!this.pollTimer && !this.closed) {
+      void this.relist();
       this.pollTimer = setInterval(() => void this.relist(), Math.max(50, this.options.eventPollMs ?? 1000));
       this.pollTimer.unref();
     }
@@ -439,6 +454,12 @@ export class CriRuntime implements Runtime {
   private stopPolling(): void {
     clearInterval(this.pollTimer);
     this.pollTimer = undefined;
+  }
+
+  /** One relist now (the agent makes one before it first reports the node's state); resolves when done. */
+  async relistNow(): Promise<void> {
+    while (this.polling) await new Promise((r) => setTimeout(r, 10));
+    await this.relist();
   }
 
   /** One relist: emits an event for every container whose state changed since it was last reported. */
@@ -456,11 +477,23 @@ export class CriRuntime implements Runtime {
       for (const id of [...this.reported.keys()]) {
         if (!seen.has(id)) this.forget(id, this.sandboxOf.get(id) ?? '');
       }
+      this.lastRelist = Date.now();
     } catch {
       // the runtime is unavailable: the next relist tries again
     } finally {
       this.polling = false;
     }
+  }
+
+  /**
+   * Why the relist (kubelet's PLEG) is unhealthy, in kubelet's words, or undefined when it is
+   * healthy: it never succeeded, or not within the threshold (3 minutes).
+   */
+  plegHealth(now = Date.now()): string | undefined {
+    if (this.lastRelist === 0) return 'pleg has yet to be successful';
+    const threshold = this.options.plegThresholdMs ?? 180_000;
+    const elapsed = now - this.lastRelist;
+    return elapsed > threshold ? `pleg was last seen active ${goDuration(elapsed)} ago; threshold is ${goDuration(threshold)}` : undefined;
   }
 
   private async report(id: string, state: ContainerState): Promise<void> {
