@@ -68,6 +68,8 @@ describe('admission webhooks through kubectl', { skip }, () => {
           auditAnnotations: { labelled: 'true' },
         };
       }
+      case '/nodelete':
+        return { allowed: false, status: { message: 'keep it' } };
       case '/deny':
         if (obj['data']?.forbidden !== undefined) return { allowed: false, status: { code: 403, reason: 'Forbidden', message: 'no forbidden keys' } };
         return { allowed: true };
@@ -310,5 +312,21 @@ describe('admission webhooks through kubectl', { skip }, () => {
     assert.equal(req['object'].note, 'hello');
     assert.equal(reviewsAt('/exact').length, 0, 'matchPolicy Exact: only events.k8s.io/v1 requests');
     await ok(['delete', 'validatingwebhookconfiguration', 'equivalent']);
+  });
+
+  it('sends deletes to mutating webhooks, which may refuse them (code 400 when the webhook gives none)', async () => {
+    await ok(['create', 'configmap', 'kept', '-n', 'plain']);
+    await ok(['create', '-f', '-'], mutating('keeper', [webhook('nodelete.orch.test', '/nodelete', [], { rules: rule(['configmaps'], ['DELETE']) })]));
+    const raw = await c.request('DELETE', '/api/v1/namespaces/plain/configmaps/kept');
+    assert.equal(raw.status, 400);
+    assert.equal(raw.json.message, 'admission webhook "nodelete.orch.test" denied the request: keep it');
+    const req = reviewsAt('/nodelete').at(-1)!.request;
+    assert.equal(req['operation'], 'DELETE');
+    assert.equal(req['object'], null);
+    assert.equal(req['oldObject'].metadata.name, 'kept');
+    assert.equal(req['options'].kind, 'DeleteOptions');
+    assert.match(await refused(['delete', 'configmap', 'kept', '-n', 'plain']), /admission webhook "nodelete.orch.test" denied the request: keep it$/);
+    await ok(['delete', 'mutatingwebhookconfiguration', 'keeper']);
+    await ok(['delete', 'configmap', 'kept', '-n', 'plain']);
   });
 });

@@ -133,6 +133,19 @@ describe('ResourceQuota through kubectl', { skip }, () => {
     // Not best effort: outside the quota's scope.
     await ok(['apply', '-n', 'qs', '-f', '-'], pod('burstable', '    resources:\n      requests: {cpu: 10m}\n'));
     assert.equal((await json(['get', 'quota', 'besteffort', '-n', 'qs'])).status.used.pods, '1');
+    // A scopeSelector: no pod may use cross-namespace pod affinity.
+    const crossNs = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'no-cross' },
+      spec: { hard: { pods: '0' }, scopeSelector: { matchExpressions: [{ scopeName: 'CrossNamespacePodAffinity', operator: 'Exists' }] } },
+    });
+    await ok(['apply', '-n', 'qs', '-f', '-'], crossNs);
+    await counted('qs', 'no-cross');
+    const affinity = '  affinity:\n    podAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - topologyKey: kubernetes.io/hostname\n        namespaces: [other]\n        labelSelector: {matchLabels: {a: b}}\n';
+    const resources = '    resources:\n      requests: {cpu: 10m}\n';
+    assert.match(await refused(['apply', '-n', 'qs', '-f', '-'], pod('cross', resources, affinity)), /exceeded quota: no-cross, requested: pods=1, used: pods=0, limited: pods=0$/);
+    await ok(['apply', '-n', 'qs', '-f', '-'], pod('local', resources));
   });
 
   it('counts services by type and claims by storage, and the configuration limits storage to namespaces with a quota', async () => {

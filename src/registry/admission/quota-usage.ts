@@ -247,6 +247,22 @@ function isBestEffort(pod: KObject): boolean {
   return true;
 }
 
+/** Pod (anti-)affinity terms that reach other namespaces (namespaces or a namespaceSelector given). */
+function usesCrossNamespacePodAffinity(pod: KObject): boolean {
+  const affinity: Json = isObject(pod['spec']?.affinity) ? pod['spec'].affinity : {};
+  for (const kind of ['podAffinity', 'podAntiAffinity']) {
+    const a: Json = isObject(affinity[kind]) ? affinity[kind] : {};
+    const terms = [
+      ...objects(a['requiredDuringSchedulingIgnoredDuringExecution']),
+      ...objects(a['preferredDuringSchedulingIgnoredDuringExecution']).map((w) => (isObject(w['podAffinityTerm']) ? w['podAffinityTerm'] : {})),
+    ];
+    for (const t of terms) {
+      if ((Array.isArray(t['namespaces']) && t['namespaces'].length > 0) || isObject(t['namespaceSelector'])) return true;
+    }
+  }
+  return false;
+}
+
 const podEvaluator: Evaluator = {
   group: '',
   resource: 'pods',
@@ -297,6 +313,8 @@ const podEvaluator: Evaluator = {
             return false;
         }
       }
+      case 'CrossNamespacePodAffinity':
+        return usesCrossNamespacePodAffinity(pod);
       default:
         return false;
     }

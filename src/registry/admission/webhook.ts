@@ -350,6 +350,25 @@ class WebhookDispatcher {
     }
   }
 
+  /** A delete through the mutating webhooks: each may refuse; there is no object to patch. */
+  async mutateDelete(a: AdmissionAttributes): Promise<void> {
+    if (a.decl.group === ADMISSION_REGISTRATION_GROUP) return;
+    const hooks = await this.currentHooks();
+    for (let i = 0; i < hooks.length; i++) {
+      const hook = hooks[i]!;
+      const inv = await this.invocationFor(hook, a);
+      if (!inv) continue;
+      let response: ReviewResponse;
+      try {
+        response = await this.call(a, inv);
+      } catch (err) {
+        this.failed(err, hook, a, `failed-open.mutation.webhook.admission.k8s.io/round_0_index_${i}`);
+        continue;
+      }
+      if (response.allowed !== true) throw denial(hook.name, response.status);
+    }
+  }
+
   /** Calls a mutating webhook and applies its patch to the request's object; whether the object changed. */
   private async callMutating(a: AdmissionAttributes, inv: Invocation, round: number, index: number): Promise<boolean> {
     const hook = inv.hook;
@@ -426,10 +445,13 @@ class WebhookDispatcher {
   }
 }
 
-/** The MutatingAdmissionWebhook plugin (the mutating phase only). */
+/**
+ * The MutatingAdmissionWebhook plugin: the mutating phase; deletes (which the store sends only to the
+ * validating phase, there being no object to change) are sent to the mutating webhooks there, which may refuse.
+ */
 export function mutatingWebhookAdmission(deps: WebhookAdmissionDeps): Admission {
   const d = new WebhookDispatcher(deps, true);
-  return { mutate: (a) => d.mutate(a) };
+  return { mutate: (a) => d.mutate(a), validate: (a) => (a.operation === 'DELETE' ? d.mutateDelete(a) : Promise.resolve()) };
 }
 
 /** The ValidatingAdmissionWebhook plugin (the validating phase only). */
