@@ -75,6 +75,9 @@ const byName = { 'x-kubernetes-patch-merge-key': 'name', 'x-kubernetes-patch-str
 
 /** Extensions of fields, as 1.23's types.go tags them (patchStrategy, patchMergeKey, listType, listMapKey). */
 const FIELD_EXTENSIONS = {
+  // Kubernetes 1.23's +default="TCP" on list-map key fields: server-side apply keys ports on them.
+  V1ContainerPort: { protocol: { default: 'TCP' } },
+  V1ServicePort: { protocol: { default: 'TCP' } },
   V1StorageClass: { allowedTopologies: { 'x-kubernetes-list-type': 'atomic' } },
   V1Scheduling: { nodeSelector: { 'x-kubernetes-map-type': 'atomic' }, tolerations: { 'x-kubernetes-list-type': 'atomic' } },
   V1IngressSpec: { tls: { 'x-kubernetes-list-type': 'atomic' }, rules: { 'x-kubernetes-list-type': 'atomic' } },

@@ -477,6 +477,7 @@ export const POD_DEFINITIONS: Definitions = {
         "type": "string"
       },
       "protocol": {
+        "default": "TCP",
         "description": "Protocol for port. Must be UDP, TCP, or SCTP. Defaults to \"TCP\".",
         "type": "string"
       }

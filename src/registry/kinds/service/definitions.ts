@@ -308,6 +308,7 @@ export const SERVICE_DEFINITIONS: Definitions = {
         "type": "integer"
       },
       "protocol": {
+        "default": "TCP",
         "description": "The IP protocol for this port. Supports \"TCP\", \"UDP\", and \"SCTP\". Default is TCP.",
         "type": "string"
       },
