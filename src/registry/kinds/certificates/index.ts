@@ -323,7 +323,13 @@ const columns: TableColumn[] = [
     priority: 0,
     cell: (o) => (typeof o['spec']?.expirationSeconds === 'number' ? humanDuration(o['spec'].expirationSeconds * 1000) : '<none>'),
   },
-  { name: 'Condition', type: 'string', description: 'Status of the CSR', priority: 0, cell: (o) => csrCondition(o) },
+  {
+    name: 'Condition',
+    type: 'string',
+    description: CSR_DEFINITIONS['io.k8s.api.certificates.v1.CertificateSigningRequestStatus']!.properties!['conditions']!.description!,
+    priority: 0,
+    cell: (o) => csrCondition(o),
+  },
 ];
 
 function setRequestor(obj: KObject, ctx: StrategyContext): void {
