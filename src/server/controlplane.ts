@@ -48,6 +48,8 @@ import { runtimeClassAdmission } from '../registry/admission/runtimeclass.js';
 import { defaultIngressClass } from '../registry/admission/default-ingress-class.js';
 import { eventRateLimit, parseEventRateLimitConfig } from '../registry/admission/event-rate-limit.js';
 import { ownerReferencesPermissionEnforcement } from '../registry/admission/owner-references.js';
+import { imagePolicyWebhook, parseImagePolicyConfig } from '../registry/admission/image-policy-webhook.js';
+import { loadWebhookFor, postJSON } from '../filters/webhookclient.js';
 import { namespaceAutoProvision, namespaceExists } from '../registry/admission/namespace-exists.js';
 import { alwaysPullImages } from '../registry/admission/always-pull-images.js';
 import { nodeRestriction } from '../registry/admission/node-restriction.js';
@@ -400,6 +402,13 @@ function admissionPlugins(
   if (on.has('NodeRestriction')) plugins.push(nodeRestriction(pods));
   if (on.has('TaintNodesByCondition')) plugins.push(taintNodesByCondition());
   if (on.has('AlwaysPullImages')) plugins.push(alwaysPullImages());
+  if (on.has('ImagePolicyWebhook')) {
+    const cfg = pluginConfig('ImagePolicyWebhook');
+    if (!cfg) throw new Error('ImagePolicyWebhook: no configuration given (the imagePolicy of --admission-control-config-file)');
+    const config = parseImagePolicyConfig(cfg.object, cfg.source);
+    const target = loadWebhookFor('ImagePolicyWebhook kubeConfigFile', config.kubeConfigFile);
+    plugins.push(imagePolicyWebhook({ config, review: (review) => postJSON(target, JSON.stringify(review), 30_000) }));
+  }
   if (on.has('PodSecurity')) {
     const cfg = pluginConfig('PodSecurity');
     const config = cfg ? parsePodSecurityConfig(cfg.object, cfg.source) : undefined;

@@ -6,16 +6,21 @@
  * (configuration file and namespace annotation), PodTolerationRestriction (namespace annotations),
  * SecurityContextDeny, NodeRestriction (as a node user through impersonation), RuntimeClass and
  * DefaultIngressClass (with their kinds), PersistentVolumeLabel and AlwaysAdmit (accepted), AlwaysDeny and
- * NamespaceExists; a third server with RBAC for OwnerReferencesPermissionEnforcement and EventRateLimit.
+ * NamespaceExists; a third server with RBAC for OwnerReferencesPermissionEnforcement, EventRateLimit and
+ * ImagePolicyWebhook (a backend the test serves over TLS on loopback).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireBinary } from '../helpers/binaries.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { makeCA, makeServingCert } from '../../src/server/certs.js';
+import { stringify } from 'yaml';
 
 const present = requireBinary(undefined, 'kubectl') !== null;
 if (!present && process.env.CI === 'true') throw new Error('kubectl is required under CI=true');
@@ -311,9 +316,11 @@ describe('kubectl: AlwaysDeny and NamespaceExists', { skip }, () => {
   });
 });
 
-describe('kubectl: OwnerReferencesPermissionEnforcement and EventRateLimit (with RBAC)', { skip }, () => {
+describe('kubectl: OwnerReferencesPermissionEnforcement, EventRateLimit and ImagePolicyWebhook (with RBAC)', { skip }, () => {
   let c: TestCluster;
   let dir: string;
+  let hook: Server;
+  const reviews: any[] = [];
   const ok = async (args: string[], input?: string) => {
     const r = await c.kubectl(args, input === undefined ? {} : { input });
     assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
@@ -324,11 +331,47 @@ describe('kubectl: OwnerReferencesPermissionEnforcement and EventRateLimit (with
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'orch-admission-rbac-'));
+    // The image policy backend: denies images under evil/, fails (500) for images under flaky/.
+    const ca = await makeCA('imagepolicy-ca');
+    const serving = await makeServingCert(ca.cert, ca.key, 'imagepolicy', ['127.0.0.1']);
+    hook = createServer({ cert: serving.cert, key: serving.key }, (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (d: Buffer) => chunks.push(d));
+      req.on('end', () => {
+        const review = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        reviews.push(review);
+        const images: string[] = review.spec.containers.map((x: any) => x.image);
+        if (images.some((i) => i.startsWith('flaky/'))) {
+          res.statusCode = 500;
+          res.end();
+          return;
+        }
+        const evil = images.filter((i) => i.startsWith('evil/'));
+        const status = evil.length > 0 ? { allowed: false, reason: `${evil.join(', ')} not allowed` } : { allowed: true, auditAnnotations: { checked: 'yes' } };
+        res.setHeader('Content-Type', 'application/json');
+        res.end(JSON.stringify({ apiVersion: 'imagepolicy.k8s.io/v1alpha1', kind: 'ImageReview', status }));
+      });
+    });
+    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+    writeFileSync(
+      join(dir, 'imagepolicy.kubeconfig'),
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'hook', cluster: { server: `https://127.0.0.1:${(hook.address() as AddressInfo).port}/review`, 'certificate-authority-data': Buffer.from(ca.cert).toString('base64') } }],
+        users: [{ name: 'apiserver', user: { token: 'image-secret' } }],
+        contexts: [{ name: 'hook', context: { cluster: 'hook', user: 'apiserver' } }],
+        'current-context': 'hook',
+      }),
+    );
     writeFileSync(
       join(dir, 'admission.yaml'),
       `apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
 plugins:
+- name: ImagePolicyWebhook
+  configuration:
+    imagePolicy: {kubeConfigFile: imagepolicy.kubeconfig, allowTTL: 50, denyTTL: 50, retryBackoff: 10, defaultAllow: true}
 - name: EventRateLimit
   configuration:
     apiVersion: eventratelimit.admission.k8s.io/v1alpha1
@@ -338,7 +381,7 @@ plugins:
     );
     c = await startCluster([
       '--authorization-mode=RBAC',
-      '--enable-admission-plugins=OwnerReferencesPermissionEnforcement,EventRateLimit',
+      '--enable-admission-plugins=OwnerReferencesPermissionEnforcement,EventRateLimit,ImagePolicyWebhook',
       `--admission-control-config-file=${join(dir, 'admission.yaml')}`,
     ]);
     await ok(['create', 'namespace', 'own']);
@@ -349,7 +392,23 @@ plugins:
   });
   after(async () => {
     await c?.stop();
+    hook?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('ImagePolicyWebhook sends ImageReviews, refuses denied images and fails open when the backend fails', async () => {
+    const podWith = (name: string, image: string) =>
+      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\n  namespace: own\n  annotations: {team.image-policy.k8s.io/owner: web, other: x}\nspec:\n  containers: [{name: app, image: ${image}}]\n`;
+    await ok(['create', '-f', '-'], podWith('good', 'busybox:1.36'));
+    const review = reviews.find((r) => r.spec.containers[0].image === 'busybox:1.36');
+    assert.deepEqual(review.spec, { containers: [{ image: 'busybox:1.36' }], annotations: { 'team.image-policy.k8s.io/owner': 'web' }, namespace: 'own' });
+    assert.equal(review.apiVersion, 'imagepolicy.k8s.io/v1alpha1');
+    const r = await c.kubectl(['create', '-f', '-'], { input: podWith('bad', 'evil/miner:1') });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /pods "bad" is forbidden: image policy webhook backend denied one or more images: evil\/miner:1 not allowed/);
+    await ok(['create', '-f', '-'], podWith('flaky', 'flaky/app:1'));
+    const p = JSON.parse(await ok(['get', 'pod', 'flaky', '-n', 'own', '-o', 'json']));
+    assert.equal(p.metadata.annotations['alpha.image-policy.k8s.io/failed-open'], 'true');
   });
 
   it('setting an ownerRef needs delete on the object, blockOwnerDeletion needs update on the owner finalizers', async () => {

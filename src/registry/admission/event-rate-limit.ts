@@ -37,7 +37,7 @@ export function parseEventRateLimitConfig(object: unknown, source: string): Even
     const x = objOf(l);
     const type = x['type'] as LimitType;
     if (!LIMIT_TYPES.includes(type)) problems.push(`limits[${i}].type: Unsupported value: ${JSON.stringify(x['type'] ?? '')}: supported values: ${LIMIT_TYPES.map((t) => `"${t}"`).join(', ')}`);
-    const num = (field: string): number => (typeof x[field] === 'number' ? (x[field]) : 0);
+    const num = (field: string): number => (typeof x[field] === 'number' ? x[field] : 0);
     if (num('qps') <= 0) problems.push(`limits[${i}].qps: Invalid value: ${num('qps')}: must be positive`);
     if (num('burst') <= 0) problems.push(`limits[${i}].burst: Invalid value: ${num('burst')}: must be positive`);
     if (num('cacheSize') < 0) problems.push(`limits[${i}].cacheSize: Invalid value: ${num('cacheSize')}: must not be negative`);
