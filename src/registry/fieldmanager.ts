@@ -69,7 +69,26 @@ const ZERO_VALUES: Record<string, () => JsonObject> = {
   'io.k8s.api.flowcontrol.v1beta1.PriorityLevelConfiguration': () => ({ spec: { type: '' }, status: {} }),
   'io.k8s.api.flowcontrol.v1beta2.PriorityLevelConfiguration': () => ({ spec: { type: '' }, status: {} }),
   'io.k8s.api.certificates.v1.CertificateSigningRequest': () => ({ spec: { request: null, signerName: '' }, status: {} }),
+  'io.k8s.api.core.v1.ResourceQuota': () => ({ spec: {}, status: {} }),
+  'io.k8s.api.networking.v1.Ingress': () => ({ spec: {}, status: { loadBalancer: {} } }),
+  'io.k8s.api.networking.v1.IngressClass': () => ({ spec: {} }),
+  'io.k8s.api.node.v1.RuntimeClass': () => ({ handler: '' }),
 };
+
+/** The kinds whose Go zero value is metadata alone (every other field omitempty, a pointer, a map or a list). */
+export const METADATA_ONLY_ZERO_VALUES: ReadonlySet<string> = new Set([
+  'io.k8s.api.core.v1.ConfigMap',
+  'io.k8s.api.core.v1.Secret',
+  'io.k8s.api.core.v1.ServiceAccount',
+  'io.k8s.api.core.v1.Endpoints',
+  'io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration',
+  'io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration',
+]);
+
+/** Whether the zero value of a kind (by definition name) is declared here. */
+export function hasZeroValue(definition: string): boolean {
+  return ZERO_VALUES[definition] !== undefined || METADATA_ONLY_ZERO_VALUES.has(definition);
+}
 
 /** The kind's Go zero value as JSON (without apiVersion and kind, which the typed comparison never records). */
 export function zeroValueOf(decl: KindDecl): JsonObject {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { FieldSet, pe, trackUpdate, trackUpdateSlow, type JsonObject, type UpdateTracking } from '../../src/registry/managedfields.js';
 import { ALL_DEFINITIONS, BUILTIN_KINDS } from '../../src/registry/kinds/index.js';
 import { REF_PREFIX } from '../../src/registry/schema.js';
-import { zeroValueOf } from '../../src/registry/fieldmanager.js';
+import { hasZeroValue, zeroValueOf } from '../../src/registry/fieldmanager.js';
 
 import { DEFS, POD } from './fixtures/pod-schema.js';
 
@@ -97,6 +97,13 @@ void describe('trackUpdate create fast path', () => {
           assert.equal(JSON.stringify(fast), JSON.stringify(slow), JSON.stringify({ kind: decl.kind, obj }));
         }
       }
+    }
+  });
+
+  it('knows the Go zero value of every stored kind', () => {
+    for (const decl of BUILTIN_KINDS) {
+      if (decl.compute) continue;
+      assert.ok(hasZeroValue(decl.definition), `declare the Go zero value of ${decl.definition} in src/registry/fieldmanager.ts`);
     }
   });
 });
