@@ -20,6 +20,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { yaml } from '../util/yaml.js';
 import type { PluginConfig, PluginConfigReader } from '../registry/admission/plugin-config.js';
+import type { WebhookAuth, WebhookAuthResolver } from '../registry/admission/webhook-call.js';
 
 export const ADMISSION_CONFIG_VERSIONS = ['apiserver.config.k8s.io/v1', 'apiserver.k8s.io/v1alpha1'];
 const LEGACY_PLUGINS = ['ImagePolicyWebhook', 'PodNodeSelector'];
@@ -112,5 +113,67 @@ export function loadAdmissionConfig(path: string | undefined, enabled: readonly 
     } catch {
       return undefined;
     }
+  };
+}
+
+/**
+ * The MutatingAdmissionWebhook/ValidatingAdmissionWebhook configuration (WebhookAdmissionConfiguration,
+ * apiserver.config.k8s.io/v1, or WebhookAdmission, apiserver.config.k8s.io/v1alpha1): `kubeConfigFile`, an
+ * absolute path to a kubeconfig whose users say how the server authenticates to each webhook, found by the
+ * webhook's host:port (a Service as <name>.<namespace>.svc:<port>) as Kubernetes' AuthenticationInfoResolver
+ * looks it up: exact name, then '*.'-prefixed suffixes, then both again without a :443 port, then '*', then
+ * the current context's user; none: anonymous. Returns undefined without configuration.
+ */
+export function webhookAuthFrom(cfg: PluginConfig | undefined): WebhookAuthResolver | undefined {
+  if (!cfg) return undefined;
+  const o = (cfg.object ?? {}) as Record<string, unknown>;
+  const known =
+    (o.apiVersion === 'apiserver.config.k8s.io/v1' && o.kind === 'WebhookAdmissionConfiguration') ||
+    (o.apiVersion === 'apiserver.config.k8s.io/v1alpha1' && o.kind === 'WebhookAdmission');
+  if (!known) throw new Error(`unable to decode webhook admission configuration from ${cfg.source}: expected WebhookAdmissionConfiguration (apiserver.config.k8s.io/v1)`);
+  const file = typeof o.kubeConfigFile === 'string' ? o.kubeConfigFile : '';
+  if (file === '') return undefined;
+  if (!isAbsolute(file)) throw new Error(`kubeConfigFile: Invalid value: "${file}": must be an absolute file path`);
+  let kc: Record<string, any>;
+  try {
+    kc = (yaml().parse(readFileSync(file, 'utf8')) ?? {}) as Record<string, any>;
+  } catch (err) {
+    throw new Error(`unable to read webhook admission kubeconfig ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  const base = dirname(file);
+  const readPath = (p: unknown) => (typeof p === 'string' && p !== '' ? readFileSync(isAbsolute(p) ? p : resolve(base, p), 'utf8') : undefined);
+  const users = new Map<string, WebhookAuth>();
+  for (const u of Array.isArray(kc['users']) ? (kc['users'] as Record<string, any>[]) : []) {
+    const user = (u['user'] ?? {}) as Record<string, any>;
+    const auth: WebhookAuth = {};
+    const token = typeof user['token'] === 'string' ? user['token'] : readPath(user['tokenFile'])?.trim();
+    if (token) auth.token = token;
+    if (typeof user['username'] === 'string') auth.basic = Buffer.from(`${user['username']}:${String(user['password'] ?? '')}`).toString('base64');
+    const cert = typeof user['client-certificate-data'] === 'string' ? Buffer.from(user['client-certificate-data'], 'base64').toString('utf8') : readPath(user['client-certificate']);
+    const key = typeof user['client-key-data'] === 'string' ? Buffer.from(user['client-key-data'], 'base64').toString('utf8') : readPath(user['client-key']);
+    if (cert) auth.cert = cert;
+    if (key) auth.key = key;
+    users.set(String(u['name'] ?? ''), auth);
+  }
+  const contexts = Array.isArray(kc['contexts']) ? (kc['contexts'] as Record<string, any>[]) : [];
+  const current = contexts.find((c) => c['name'] === kc['current-context']);
+  const currentUser = typeof current?.['context']?.user === 'string' ? (current['context'].user as string) : undefined;
+  const starMatch = (host: string) => {
+    const steps = host.split('.');
+    for (let i = 1; i < steps.length; i++) {
+      const auth = users.get(`*.${steps.slice(i).join('.')}`);
+      if (auth) return auth;
+    }
+    return undefined;
+  };
+  return (hostPort) => {
+    const exact = users.get(hostPort) ?? starMatch(hostPort);
+    if (exact) return exact;
+    const m = /^(.*):443$/.exec(hostPort);
+    if (m) {
+      const found = users.get(m[1]!) ?? starMatch(m[1]!);
+      if (found) return found;
+    }
+    return users.get('*') ?? (currentUser !== undefined ? users.get(currentUser) : undefined);
   };
 }

@@ -11,7 +11,7 @@ import { watchCacheSizes } from '../registry/cacher/sizes.js';
 import type { Admission } from '../registry/store.js';
 import { openStorage, type Storage, type StorageConfig } from '../storage/factory.js';
 import { loadEncryptionConfig, TransformationMetrics } from './encryption-config.js';
-import { loadAdmissionConfig } from './admission-config.js';
+import { loadAdmissionConfig, webhookAuthFrom } from './admission-config.js';
 import type { PluginConfigReader } from '../registry/admission/plugin-config.js';
 import { versionInfo } from '../util/version.js';
 import { startNamespaceController } from './controllers/namespace.js';
@@ -450,16 +450,20 @@ function admissionPlugins(
   if (on.has('CertificateSubjectRestriction')) plugins.push(certificateSubjectRestriction());
   // Last in Kubernetes' order: the admission webhooks, then ResourceQuota.
   if (on.has('MutatingAdmissionWebhook') || on.has('ValidatingAdmissionWebhook')) {
-    const deps = (resource: string): WebhookAdmissionDeps => ({
+    const deps = (plugin: string, resource: string): WebhookAdmissionDeps => {
+      const auth = webhookAuthFrom(pluginConfig(plugin));
+      return {
       configurations: () => registry().store('admissionregistration.k8s.io', 'v1', resource),
       namespaces,
       services: () => registry().store('', 'v1', 'services'),
       kinds: () => registry().kinds,
       featureGates: options.featureGates,
       settings: () => registry().settings,
-    });
-    if (on.has('MutatingAdmissionWebhook')) plugins.push(mutatingWebhookAdmission(deps('mutatingwebhookconfigurations')));
-    if (on.has('ValidatingAdmissionWebhook')) plugins.push(validatingWebhookAdmission(deps('validatingwebhookconfigurations')));
+        ...(auth ? { auth } : {}),
+      };
+    };
+    if (on.has('MutatingAdmissionWebhook')) plugins.push(mutatingWebhookAdmission(deps('MutatingAdmissionWebhook', 'mutatingwebhookconfigurations')));
+    if (on.has('ValidatingAdmissionWebhook')) plugins.push(validatingWebhookAdmission(deps('ValidatingAdmissionWebhook', 'validatingwebhookconfigurations')));
   }
   if (on.has('ResourceQuota')) {
     plugins.push(resourceQuotaAdmission({ quotas: () => registry().store('', 'v1', 'resourcequotas'), config: parseQuotaConfig(pluginConfig('ResourceQuota')) }));

@@ -3,12 +3,17 @@
  * on loopback over TLS (its own CA in each configuration's caBundle): JSONPatch responses applied with their
  * warnings, a denial worded as Kubernetes words it, failurePolicy Ignore and Fail with a dead webhook,
  * namespace and object selectors, dry runs against sideEffects, AdmissionReview v1beta1, a webhook reached
- * through a Service, reinvocation, and the configurations' own validation and table (v1 only, as 1.23).
+ * through a Service, reinvocation, the server's credentials for webhooks (WebhookAdmissionConfiguration kubeConfigFile in
+ * --admission-control-config-file), and the configurations' own validation and table (v1 only, as 1.23).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:https';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
 import { requireBinary } from '../helpers/binaries.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/eventually.js';
@@ -40,6 +45,9 @@ describe('admission webhooks through kubectl', { skip }, () => {
   /** Reviews received, by path. */
   const seen = new Map<string, Review[]>();
   const reviewsAt = (path: string) => seen.get(path) ?? [];
+  /** The Authorization header of the latest review, by path. */
+  const authorization = new Map<string, string | undefined>();
+  let dir = '';
 
   const ok = async (args: string[], input?: string) => {
     const r = await c.kubectl(args, input === undefined ? {} : { input });
@@ -121,6 +129,7 @@ describe('admission webhooks through kubectl', { skip }, () => {
         const url = new URL(req.url ?? '/', 'https://x');
         const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Review;
         seen.set(url.pathname, [...reviewsAt(url.pathname), review]);
+        authorization.set(url.pathname, req.headers.authorization);
         const response = { uid: review.request['uid'], ...answer(url.pathname, review) };
         res.setHeader('Content-Type', 'application/json');
         const reply = () => res.end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'AdmissionReview', response }));
@@ -131,7 +140,35 @@ describe('admission webhooks through kubectl', { skip }, () => {
     await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
     port = (hook.address() as AddressInfo).port;
     dead = await deadPort();
-    c = await startCluster([]);
+    // The server authenticates to webhooks with the users of this kubeconfig (by host:port, '*.' suffixes).
+    dir = await mkdtemp(join(tmpdir(), 'orch-webhooks-'));
+    await writeFile(
+      join(dir, 'webhooks.kubeconfig'),
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        users: [
+          { name: `127.0.0.1:${port}`, user: { token: 'url-token' } },
+          { name: `*.hooked.svc:${port}`, user: { token: 'service-token' } },
+        ],
+      }),
+    );
+    await writeFile(
+      join(dir, 'webhook-admission.yaml'),
+      stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'WebhookAdmissionConfiguration', kubeConfigFile: join(dir, 'webhooks.kubeconfig') }),
+    );
+    await writeFile(
+      join(dir, 'admission.yaml'),
+      stringify({
+        apiVersion: 'apiserver.config.k8s.io/v1',
+        kind: 'AdmissionConfiguration',
+        plugins: [
+          { name: 'ValidatingAdmissionWebhook', path: 'webhook-admission.yaml' },
+          { name: 'MutatingAdmissionWebhook', path: 'webhook-admission.yaml' },
+        ],
+      }),
+    );
+    c = await startCluster([`--admission-control-config-file=${join(dir, 'admission.yaml')}`]);
     await ok(['create', 'namespace', 'hooked']);
     await ok(['label', 'namespace', 'hooked', 'webhooks=on']);
     await ok(['create', 'namespace', 'plain']);
@@ -139,6 +176,7 @@ describe('admission webhooks through kubectl', { skip }, () => {
   after(async () => {
     await c?.stop();
     await new Promise((resolve) => hook?.close(resolve));
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('validates webhook configurations as Kubernetes and lists them with their webhook count', async () => {
@@ -191,6 +229,7 @@ describe('admission webhooks through kubectl', { skip }, () => {
     assert.equal(req['object'].data.a, '1');
     assert.equal(req['oldObject'], null);
     assert.equal(typeof req['uid'], 'string');
+    assert.equal(authorization.get('/label'), 'Bearer url-token', 'the kubeconfig user named by the webhook host:port');
 
     const before = reviewsAt('/label').length;
     await ok(['create', 'configmap', 'cm1', '-n', 'plain', '--from-literal=a=1']);
@@ -272,6 +311,7 @@ describe('admission webhooks through kubectl', { skip }, () => {
     ]));
     await ok(['create', 'configmap', 'via-service', '-n', 'plain']);
     assert.equal(reviewsAt('/svc').at(-1)?.request['name'], 'via-service');
+    assert.equal(authorization.get('/svc'), 'Bearer service-token', 'the kubeconfig user *.hooked.svc:<port>');
     await ok(['delete', 'validatingwebhookconfiguration', 'by-service']);
   });
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadAdmissionConfig } from '../../src/server/admission-config.js';
+import { loadAdmissionConfig, webhookAuthFrom } from '../../src/server/admission-config.js';
 
 describe('--admission-control-config-file', () => {
   let dir = '';
@@ -73,5 +73,34 @@ plugins:
     await writeFile(missing, 'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ResourceQuota\n  path: gone.yaml\n');
     assert.throws(() => loadAdmissionConfig(missing, ['ResourceQuota']), /Couldn't open admission plugin configuration .*gone.yaml/);
     assert.equal(loadAdmissionConfig(missing, [])('ResourceQuota'), undefined, 'not read while the plugin is off');
+  });
+
+  it('finds the webhook credentials of a host:port as Kubernetes: exact, *.suffix, without :443, *, the current context', async () => {
+    const kubeconfig = join(dir, 'hooks.kubeconfig');
+    await writeFile(
+      kubeconfig,
+      `apiVersion: v1
+kind: Config
+users:
+- {name: 'hook.example.com:8443', user: {token: exact}}
+- {name: '*.example.com:8443', user: {token: star}}
+- {name: 'plain.example.org', user: {username: u, password: p}}
+- {name: 'ctx', user: {token: from-context}}
+contexts:
+- {name: c, context: {user: ctx}}
+current-context: c
+`,
+    );
+    const cfg = (object: unknown) => ({ data: JSON.stringify(object), object, source: 'test' });
+    const resolve = webhookAuthFrom(cfg({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'WebhookAdmissionConfiguration', kubeConfigFile: kubeconfig }))!;
+    assert.deepEqual(resolve('hook.example.com:8443'), { token: 'exact' });
+    assert.deepEqual(resolve('other.example.com:8443'), { token: 'star' });
+    assert.deepEqual(resolve('plain.example.org:443'), { basic: Buffer.from('u:p').toString('base64') });
+    assert.deepEqual(resolve('unknown:1'), { token: 'from-context' });
+    assert.equal(webhookAuthFrom(undefined), undefined);
+    assert.throws(
+      () => webhookAuthFrom(cfg({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'WebhookAdmissionConfiguration', kubeConfigFile: 'relative' })),
+      /kubeConfigFile: Invalid value: "relative": must be an absolute file path/,
+    );
   });
 });

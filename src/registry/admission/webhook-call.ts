@@ -66,6 +66,17 @@ export interface ReviewResponse {
   warnings?: string[];
 }
 
+/** How the server authenticates to a webhook (a kubeconfig user): a bearer token, basic auth, a client certificate. */
+export interface WebhookAuth {
+  token?: string;
+  /** base64 of user:password */
+  basic?: string;
+  cert?: string;
+  key?: string;
+}
+/** The credentials for a webhook's host:port (a Service: <name>.<namespace>.svc:<port>); undefined: anonymous. */
+export type WebhookAuthResolver = (hostPort: string) => WebhookAuth | undefined;
+
 export interface ClientConfig {
   url?: string;
   service?: { namespace?: string; name?: string; path?: string; port?: number };
@@ -76,6 +87,8 @@ export interface ClientConfig {
 interface Target {
   url: URL;
   serverName: string;
+  /** The name credentials are looked up by: the URL's host:port, or <service>.<namespace>.svc:<port>. */
+  authName: string;
 }
 
 /** proxy.ResolveCluster: a Service's cluster IP (ExternalName: its external name) and the asked port. */
@@ -107,7 +120,7 @@ async function resolveService(services: ResourceStore | undefined, svc: NonNulla
     throw new Error(`unsupported service type "${type}"`);
   }
   const hostPort = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
-  return { url: new URL(`https://${hostPort}${path}`), serverName: `${name}.${namespace}.svc` };
+  return { url: new URL(`https://${hostPort}${path}`), serverName: `${name}.${namespace}.svc`, authName: `${name}.${namespace}.svc:${port}` };
 }
 
 /** Go's wording for the usual transport failures. */
@@ -133,7 +146,7 @@ function transportError(err: NodeJS.ErrnoException, url: URL): string {
 }
 
 /** POSTs the body; resolves with the status and body, rejects with Go-worded transport errors. */
-function post(target: Target, ca: string | undefined, body: string, timeoutMs: number): Promise<{ status: number; body: string }> {
+function post(target: Target, ca: string | undefined, auth: WebhookAuth | undefined, body: string, timeoutMs: number): Promise<{ status: number; body: string }> {
   const shown = `Post "${target.url.toString()}"`;
   return new Promise((resolve, reject) => {
     const host = target.url.hostname.replace(/^\[|\]$/g, '');
@@ -143,7 +156,13 @@ function post(target: Target, ca: string | undefined, body: string, timeoutMs: n
         host,
         port: target.url.port || 443,
         path: `${target.url.pathname}${target.url.search}`,
-        headers: { 'Content-Type': 'application/json', Accept: 'application/json, */*', 'Content-Length': Buffer.byteLength(body) },
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json, */*',
+          'Content-Length': Buffer.byteLength(body),
+          ...(auth?.token ? { Authorization: `Bearer ${auth.token}` } : auth?.basic ? { Authorization: `Basic ${auth.basic}` } : {}),
+        },
+        ...(auth?.cert && auth.key ? { cert: auth.cert, key: auth.key } : {}),
         servername: isIP(target.serverName) ? '' : target.serverName,
         // As Go: the certificate must name the host asked for (the service's DNS name, or the URL's host).
         checkServerIdentity: (_host, cert) => checkServerIdentity(target.serverName, cert),
@@ -186,6 +205,7 @@ export async function callWebhook(opts: {
   timeoutSeconds: number;
   request: ReviewRequest;
   services: () => ResourceStore | undefined;
+  auth?: WebhookAuthResolver;
 }): Promise<ReviewResponse> {
   const { webhookName: name, clientConfig: cc } = opts;
   const version = opts.reviewVersions.find((v) => ADMISSION_REVIEW_VERSIONS.includes(v));
@@ -196,7 +216,7 @@ export async function callWebhook(opts: {
   try {
     if (cc.url !== undefined) {
       const url = new URL(cc.url);
-      target = { url, serverName: url.hostname.replace(/^\[|\]$/g, '') };
+      target = { url, serverName: url.hostname.replace(/^\[|\]$/g, ''), authName: url.host };
     } else if (cc.service) {
       target = await resolveService(opts.services(), cc.service);
     } else {
@@ -212,7 +232,7 @@ export async function callWebhook(opts: {
   const ca = cc.caBundle ? Buffer.from(cc.caBundle, 'base64').toString('utf8') : undefined;
   let answer: { status: number; body: string };
   try {
-    answer = await post(target, ca, JSON.stringify(review), opts.timeoutSeconds * 1000);
+    answer = await post(target, ca, opts.auth?.(target.authName), JSON.stringify(review), opts.timeoutSeconds * 1000);
   } catch (err) {
     throw new CallError(name, `failed to call webhook: ${(err as Error).message}`);
   }

@@ -23,7 +23,7 @@ import { apiErrors, isStatusError, StatusError, type Status } from '../errors.js
 import { labelSelectorAsSelector, type LabelSelector } from '../../util/labels.js';
 import { applyJsonPatch } from '../patch.js';
 import { ADMISSION_REGISTRATION_GROUP } from '../kinds/admissionregistration/index.js';
-import { CallError, callWebhook, type ClientConfig, type GVK, type GVR, type ReviewRequest, type ReviewResponse } from './webhook-call.js';
+import { CallError, callWebhook, type ClientConfig, type GVK, type GVR, type ReviewRequest, type ReviewResponse, type WebhookAuthResolver } from './webhook-call.js';
 
 type Json = Record<string, any>;
 
@@ -68,6 +68,8 @@ export interface WebhookAdmissionDeps {
   kinds: () => readonly KindDecl[];
   featureGates: Readonly<Record<string, boolean>>;
   settings: () => Readonly<KindSettings> | undefined;
+  /** Credentials for the webhooks (the plugin's WebhookAdmissionConfiguration kubeConfigFile). */
+  auth?: WebhookAuthResolver;
   log?: (message: string) => void;
 }
 
@@ -301,6 +303,7 @@ class WebhookDispatcher {
       timeoutSeconds: hook.timeoutSeconds,
       request: this.request(a, inv),
       services: this.deps.services,
+      ...(this.deps.auth ? { auth: this.deps.auth } : {}),
     });
     for (const [k, v] of Object.entries(response.auditAnnotations ?? {})) {
       if (typeof v === 'string') a.annotate(`${hook.name}/${k}`, v);
