@@ -1,5 +1,6 @@
 /**
- * Pod start and deletion on containerd (issue 7, item 7): 50 pods bound to one node are created at
+ * Pod start and deletion on containerd (issue 7, item 7). First the runtime's own floor: 50 pods
+ * straight through the CRI, all at once, then stopped and removed. Then 50 pods bound to one node are created at
  * once; each pod's start latency runs from just before its create request is sent to the moment a
  * watch shows it Running. Then all 50 are deleted at once with a 1 s grace period, and the time
  * until the watch has seen every one of them DELETED is taken (the agent stops each container,
@@ -146,6 +147,13 @@ function podBody(ns: string, name: string, node: string): string {
   });
 }
 
+/** CPU time (user + system) a process has used so far, in ms. */
+function cpuMs(pid: number | undefined): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
 const rssMiB = (pid: number | undefined): number => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;
@@ -164,6 +172,8 @@ interface RunResult {
   goneMs: number;
   sandboxesGoneMs: number;
   rssMiB: number;
+  /** CPU time used while the pods were started (create → all Running), per process, in ms (containerd without its shims). */
+  cpuCreate: { agent: number; server: number; containerd: number };
 }
 
 async function runOnce(server: BenchServer, client: Client, h: ContainerdHarness, cri: CriClient, dir: string, label: string, qpsArgs: string[], n: number): Promise<RunResult> {
@@ -195,6 +205,7 @@ async function runOnce(server: BenchServer, client: Client, h: ContainerdHarness
     });
     await w.ready;
     const names = Array.from({ length: n }, (_, i) => `pod-${String(i).padStart(3, '0')}`);
+    const cpu0 = { agent: cpuMs(agent.child.pid), server: (server.cpuUs() ?? 0) / 1000, containerd: cpuMs(h.pid) };
     const sent = new Map<string, number>();
     const sentWall = new Map<string, number>();
     await Promise.all(
@@ -207,6 +218,7 @@ async function runOnce(server: BenchServer, client: Client, h: ContainerdHarness
     const limit = (what: string): Promise<never> => new Promise((_r, reject) => setTimeout(() => reject(new Error(`${label}: ${what} after 180 s`)), 180_000).unref());
     await Promise.race([runningP, limit(`only ${running.size}/${n} pods Running`)]);
     const lat = names.map((nm) => running.get(nm)! - sent.get(nm)!).sort((a, b) => a - b);
+    const cpuCreate = { agent: cpuMs(agent.child.pid) - cpu0.agent, server: (server.cpuUs() ?? 0) / 1000 - cpu0.server, containerd: cpuMs(h.pid) - cpu0.containerd };
     // Step timings from containerd: when each pod's sandbox was created and its container started.
     const sandboxAt = new Map<string, number>();
     for (const s of await cri.listPodSandbox()) sandboxAt.set(String(s.metadata?.name), Number(BigInt(s.createdAt) / 1_000_000n));
@@ -239,10 +251,49 @@ async function runOnce(server: BenchServer, client: Client, h: ContainerdHarness
       goneMs,
       sandboxesGoneMs,
       rssMiB: rssMiB(agent.child.pid),
+      cpuCreate,
     };
   } finally {
     await agent.stop();
   }
+}
+
+/**
+ * The runtime's own floor: n pods (sandbox, container, start) straight through the CRI, all at once,
+ * then each stopped with a 1 s grace period and removed, all at once. Returns the time until the
+ * last container started and until the last sandbox was removed.
+ */
+async function criAlone(h: ContainerdHarness, cri: CriClient, dir: string, n: number): Promise<{ startedMs: number; goneMs: number }> {
+  const ns = { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } as const;
+  const t0 = performance.now();
+  const pods = await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const uid = `floor-${i}`;
+      const sandbox = {
+        metadata: { name: uid, uid, namespace: 'floor', attempt: 0 },
+        hostname: uid,
+        logDirectory: join(dir, 'floor', uid),
+        labels: {},
+        annotations: {},
+        linux: { cgroupParent: `${h.cgroupRoot}/floor/pod${uid}`, securityContext: { namespaceOptions: ns } },
+      };
+      const id = await cri.runPodSandbox(sandbox);
+      const container = { metadata: { name: 'main', attempt: 0 }, image: { image: BUSYBOX_IMAGE }, command: ['sleep', '3600'], args: [], envs: [], mounts: [], labels: {}, annotations: {}, logPath: 'main.log', linux: { securityContext: { namespaceOptions: ns } } };
+      const cid = await cri.createContainer(id, container, sandbox);
+      await cri.startContainer(cid);
+      return { id, cid };
+    }),
+  );
+  const startedMs = performance.now() - t0;
+  const t1 = performance.now();
+  await Promise.all(
+    pods.map(async ({ id, cid }) => {
+      await cri.stopContainer(cid, 1);
+      await cri.stopPodSandbox(id);
+      await cri.removePodSandbox(id);
+    }),
+  );
+  return { startedMs, goneMs: performance.now() - t1 };
 }
 
 export async function benchContainerd(scale: number): Promise<BenchRow[]> {
@@ -261,6 +312,9 @@ export async function benchContainerd(scale: number): Promise<BenchRow[]> {
   const add = rowRecorder(rows);
   console.log(`containerd: ${n} pods created at once, then deleted with a 1 s grace period, on one orchlet on containerd (each its own process); ${server.where}`);
   try {
+    const floor = await criAlone(h, cri, dir, n);
+    add(`containerd alone (CRI calls, no agent): ${n} pods started`, floor.startedMs, 'ms');
+    add(`containerd alone: ${n} stopped (grace 1 s) and removed`, floor.goneMs, 'ms');
     const runs = [
       await runOnce(server, client, h, cri, dir, 'qps 50, burst 100', ['--orch-api-qps=50', '--orch-api-burst=100'], n),
       await runOnce(server, client, h, cri, dir, 'defaults (qps 5, burst 10)', [], n),
@@ -272,6 +326,9 @@ export async function benchContainerd(scale: number): Promise<BenchRow[]> {
       add(`${r.label}: create → sandbox created p99 (containerd)`, r.sandboxP99, 'ms');
       add(`${r.label}: create → container started p50 (containerd)`, r.startedP50, 'ms');
       add(`${r.label}: create → container started p99 (containerd)`, r.startedP99, 'ms');
+      add(`${r.label}: CPU while starting: agent`, r.cpuCreate.agent, 'ms');
+      add(`${r.label}: CPU while starting: server`, r.cpuCreate.server, 'ms');
+      add(`${r.label}: CPU while starting: containerd (not its shims)`, r.cpuCreate.containerd, 'ms');
       add(`${r.label}: delete (grace 1 s) → all ${n} gone`, r.goneMs, 'ms');
       add(`${r.label}: delete → no sandbox left in containerd`, r.sandboxesGoneMs, 'ms');
       add(`${r.label}: agent resident set, idle after the run`, r.rssMiB, 'MiB');
