@@ -247,3 +247,28 @@ describe('PodSecurity on pod controllers', () => {
     assert.equal(a.notes['pod-security.kubernetes.io/exempt'], 'runtimeClass');
   });
 });
+
+describe('PodSecurity on namespaces', () => {
+  const namespaces = { group: '', version: 'v1', kind: 'Namespace', resource: 'namespaces', namespaced: false } as unknown as KindDecl;
+  const plugin = podSecurity({ namespaces: () => undefined, pods: () => undefined });
+  const ns = (labels: Record<string, string>): KObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'n', labels } });
+  const update = (labels: Record<string, string>, old: Record<string, string>): AdmissionAttributes => ({
+    operation: 'UPDATE',
+    decl: namespaces,
+    namespace: '',
+    name: 'n',
+    subresource: '',
+    object: ns(labels),
+    oldObject: ns(old),
+    dryRun: false,
+    warnings: [],
+    annotate: () => {},
+  });
+
+  it('refuses a bad label, but lets an update through that keeps the same bad labels', async () => {
+    const bad = { 'pod-security.kubernetes.io/enforce': 'bogus' };
+    await assert.rejects(plugin.validate!(update(bad, {})), /Namespace "n" is invalid: metadata\.labels\[pod-security\.kubernetes\.io\/enforce\]: Unsupported value: "bogus"/);
+    await plugin.validate!(update({ ...bad, other: 'x' }, bad));
+    await assert.rejects(plugin.validate!(update({ ...bad, 'pod-security.kubernetes.io/warn-version': 'x' }, bad)), /warn-version\]: Invalid value: "x"/);
+  });
+});

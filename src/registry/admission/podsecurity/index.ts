@@ -199,10 +199,14 @@ export function podSecurity(deps: PodSecurityDeps): Admission {
     if (a.subresource !== '' || !a.object) return;
     const labels = obj(a.object.metadata?.labels) as Record<string, string>;
     const { policy, errors } = policyFromLabels(labels, config.defaults);
-    if (errors.length > 0) throw apiErrors.invalid('', 'Namespace', a.name, errors);
-    if (a.operation !== 'UPDATE' || !a.oldObject) return;
-    const old = policyFromLabels(obj(a.oldObject.metadata?.labels), config.defaults);
-    if (old.errors.length > 0) return;
+    const old = a.operation === 'UPDATE' && a.oldObject ? policyFromLabels(obj(a.oldObject.metadata?.labels), config.defaults) : undefined;
+    if (errors.length > 0) {
+      // An update that leaves the same bad labels as before is let through, as Kubernetes does.
+      const text = (errs: typeof errors) => errs.map((e) => e.toString()).join('\n');
+      if (!old || text(old.errors) !== text(errors)) throw apiErrors.invalid('', 'Namespace', a.name, errors);
+      return;
+    }
+    if (!old || old.errors.length > 0) return;
     const before = old.policy.enforce;
     const after = policy.enforce;
     if (policyString(before) === policyString(after) || after.level === 'privileged') return;
