@@ -369,4 +369,21 @@ describe('admission webhooks through kubectl', { skip }, () => {
     await ok(['delete', 'mutatingwebhookconfiguration', 'keeper']);
     await ok(['delete', 'configmap', 'kept', '-n', 'plain']);
   });
+
+  it('sends a subresource’s own body kind (pods/eviction) to a rule naming the subresource', async () => {
+    await eventually('the default ServiceAccount of plain', async () => (await c.kubectl(['get', 'serviceaccount', 'default', '-n', 'plain'])).code === 0);
+    await ok(['run', 'evicted', '-n', 'plain', '--image=busybox:1.36']);
+    await ok(['create', '-f', '-'], validating('evictions', [webhook('eviction.orch.test', '/eviction', ['pods/eviction'])]));
+    const r = await c.request('POST', '/api/v1/namespaces/plain/pods/evicted/eviction', {
+      body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'evicted', namespace: 'plain' } },
+    });
+    assert.equal(r.status, 201, r.text);
+    const req = reviewsAt('/eviction').at(-1)!.request;
+    assert.deepEqual(req['kind'], { group: 'policy', version: 'v1', kind: 'Eviction' });
+    assert.deepEqual(req['resource'], { group: '', version: 'v1', resource: 'pods' });
+    assert.equal(req['subResource'], 'eviction');
+    assert.equal(req['name'], 'evicted');
+    assert.equal(reviewsAt('/eviction').length, 1, 'not called for the pod itself');
+    await ok(['delete', 'validatingwebhookconfiguration', 'evictions']);
+  });
 });

@@ -157,6 +157,11 @@ function convert(obj: KObject, from: KindDecl, to: KindDecl): KObject {
 }
 
 const gvk = (d: KindDecl): GVK => ({ group: d.group, version: d.version, kind: d.kind });
+function bodyKind(obj: KObject): GVK {
+  const apiVersion = String(obj.apiVersion ?? '');
+  const slash = apiVersion.indexOf('/');
+  return { group: slash < 0 ? '' : apiVersion.slice(0, slash), version: slash < 0 ? apiVersion : apiVersion.slice(slash + 1), kind: String(obj.kind ?? '') };
+}
 const gvr = (d: KindDecl): GVR => ({ group: d.group, version: d.version, resource: d.resource });
 
 /** ToStatusErr: the webhook's refusal as the client sees it. */
@@ -265,10 +270,12 @@ class WebhookDispatcher {
 
   private request(a: AdmissionAttributes, inv: Invocation): ReviewRequest {
     const optionsKind = a.operation === 'CREATE' ? 'CreateOptions' : a.operation === 'UPDATE' ? 'UpdateOptions' : 'DeleteOptions';
+    // A create-only subresource (pods/eviction, pods/binding) sends its own body kind.
+    const body = a.subresource !== '' && a.object && a.object.kind !== a.decl.kind ? bodyKind(a.object) : undefined;
     const req: ReviewRequest = {
-      kind: gvk(inv.decl),
+      kind: body ?? gvk(inv.decl),
       resource: gvr(inv.decl),
-      requestKind: gvk(a.decl),
+      requestKind: body ?? gvk(a.decl),
       requestResource: gvr(a.decl),
       operation: a.operation,
       userInfo: {
@@ -404,7 +411,8 @@ class WebhookDispatcher {
       throw err;
     }
     const settings = this.deps.settings();
-    inv.decl.strategy.default?.(patched, {
+    // Defaulted as the kind defaults (not a subresource's own body kind).
+    if (patched.kind === undefined || patched.kind === inv.decl.kind) inv.decl.strategy.default?.(patched, {
       featureGates: this.deps.featureGates,
       namespace: a.namespace,
       subresource: a.subresource,
