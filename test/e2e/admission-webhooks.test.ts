@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:https';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -168,7 +168,12 @@ describe('admission webhooks through kubectl', { skip }, () => {
         ],
       }),
     );
-    c = await startCluster([`--admission-control-config-file=${join(dir, 'admission.yaml')}`]);
+    await writeFile(join(dir, 'audit-policy.yaml'), 'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: "", resources: [configmaps]}]\n');
+    c = await startCluster([
+      `--admission-control-config-file=${join(dir, 'admission.yaml')}`,
+      `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
+      `--audit-log-path=${join(dir, 'audit.log')}`,
+    ]);
     await ok(['create', 'namespace', 'hooked']);
     await ok(['label', 'namespace', 'hooked', 'webhooks=on']);
     await ok(['create', 'namespace', 'plain']);
@@ -230,6 +235,18 @@ describe('admission webhooks through kubectl', { skip }, () => {
     assert.equal(req['oldObject'], null);
     assert.equal(typeof req['uid'], 'string');
     assert.equal(authorization.get('/label'), 'Bearer url-token', 'the kubeconfig user named by the webhook host:port');
+    // The webhook's audit annotation and the mutation annotation are in the request's audit event.
+    const audited = await eventually('the audit event of the create', async () => {
+      const lines = (await readFile(join(dir, 'audit.log'), 'utf8')).split('\n').filter((l) => l !== '');
+      const events = lines.map((l) => JSON.parse(l) as { verb: string; stage: string; objectRef?: { name?: string }; annotations?: Record<string, string> });
+      return events.find((e) => e.verb === 'create' && e.stage === 'ResponseComplete' && e.objectRef?.name === 'cm1');
+    });
+    assert.equal(audited.annotations?.['label.orch.test/labelled'], 'true');
+    assert.deepEqual(JSON.parse(audited.annotations?.['mutation.webhook.admission.k8s.io/round_0_index_0'] ?? '{}'), {
+      configuration: 'labeller',
+      webhook: 'label.orch.test',
+      mutated: true,
+    });
 
     const before = reviewsAt('/label').length;
     await ok(['create', 'configmap', 'cm1', '-n', 'plain', '--from-literal=a=1']);
