@@ -171,6 +171,24 @@ describe('ResourceQuota through kubectl', { skip }, () => {
     );
   });
 
+  it('counts objects of any kind by count/<resource>.<group>, and kubectl describe shows the quota', async () => {
+    await namespace('ql');
+    await ok(['create', 'quota', 'leases', '-n', 'ql', '--hard=count/leases.coordination.k8s.io=1']);
+    await counted('ql', 'leases');
+    const lease = (name: string) => JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name }, spec: { holderIdentity: 'x' } });
+    await ok(['apply', '-n', 'ql', '-f', '-'], lease('l1'));
+    assert.match(
+      await refused(['apply', '-n', 'ql', '-f', '-'], lease('l2')),
+      /leases.coordination.k8s.io "l2" is forbidden: exceeded quota: leases, requested: count\/leases.coordination.k8s.io=1, used: count\/leases.coordination.k8s.io=1, limited: count\/leases.coordination.k8s.io=1$/,
+    );
+    const described = await ok(['describe', 'quota', 'leases', '-n', 'ql']);
+    assert.match(described, /Resource\s+Used\s+Hard\n\s*--------\s+----\s+----\n\s*count\/leases.coordination.k8s.io\s+1\s+1/);
+    // Deleting the lease gives its count back (the controller watches what its quotas count).
+    await ok(['delete', 'lease', 'l1', '-n', 'ql']);
+    await counted('ql', 'leases', (used) => used['count/leases.coordination.k8s.io'] === '0');
+    await ok(['apply', '-n', 'ql', '-f', '-'], lease('l2'));
+  });
+
   it('validates quotas as Kubernetes', async () => {
     const err = await refused(['create', 'quota', 'bad', '-n', 'default', '--hard=foo=1,pods=-1,count/things=0.5']);
     assert.match(err, /spec.hard\[foo\]: Invalid value: "foo": must be a standard resource type or fully qualified/);

@@ -16,7 +16,7 @@ import { runController, subscribe, type Controller } from './runner.js';
 
 const SYSTEM = { name: 'system:serviceaccount:kube-system:resourcequota-controller', groups: ['system:serviceaccounts'] };
 export const DEFAULT_QUOTA_RESYNC_MS = 5 * 60 * 1000;
-/** The kinds whose changes replenish quota at once (the others are recounted on resync). */
+/** Core kinds watched from the start for replenishment; others once a quota counts them (Kubernetes' quota monitors). */
 const REPLENISHED = ['pods', 'services', 'persistentvolumeclaims', 'configmaps', 'secrets', 'replicationcontrollers', 'resourcequotas'];
 
 /** The namespaced, stored kinds a quota may count: one declaration per stored resource, the preferred first. */
@@ -34,7 +34,7 @@ function countedKinds(registry: Registry): KindDecl[] {
 }
 
 /** status.hard and status.used as the quota should have them now. */
-async function desiredStatus(registry: Registry, quota: KObject, now: number): Promise<{ hard: Record<string, unknown>; used: Record<string, string> }> {
+async function desiredStatus(registry: Registry, quota: KObject, now: number, counting: (decl: KindDecl) => void): Promise<{ hard: Record<string, unknown>; used: Record<string, string> }> {
   const hard = (quota['spec']?.hard ?? {}) as Record<string, unknown>;
   const names = Object.keys(hard);
   const namespace = quota.metadata?.namespace ?? '';
@@ -42,6 +42,7 @@ async function desiredStatus(registry: Registry, quota: KObject, now: number): P
   for (const decl of countedKinds(registry)) {
     const ev = evaluatorFor(decl.group, decl.resource);
     if (ev.matchingResources(names).length === 0) continue;
+    counting(decl);
     const store = registry.store(decl.group, decl.version, decl.resource);
     if (!store) continue;
     const list = await store.list({ namespace }, {});
@@ -74,7 +75,7 @@ export function startResourceQuotaController(registry: Registry, opts: QuotaCont
       if (isStatusError(err, 'NotFound')) return null;
       throw err;
     }
-    const want = await desiredStatus(registry, quota, Date.now());
+    const want = await desiredStatus(registry, quota, Date.now(), monitor);
     if (isDeepStrictEqual(quota['status']?.hard ?? {}, want.hard) && isDeepStrictEqual(quota['status']?.used ?? {}, want.used)) return null;
     try {
       // Written over the version read (a conflict means someone charged or changed it meanwhile: count again).
@@ -126,10 +127,16 @@ export function startResourceQuotaController(registry: Registry, opts: QuotaCont
       })
       .catch(() => {});
   };
+  // Replenishment: a deletion (or a change that may free usage) recounts the quotas of its namespace.
   const unsubscribes: (() => void)[] = [];
-  for (const resource of REPLENISHED) {
-    const store = registry.store('', 'v1', resource);
-    if (!store) continue;
+  const monitored = new Set<string>();
+  function monitor(decl: KindDecl): void {
+    const key = `${decl.group}/${decl.resource}`;
+    if (monitored.has(key)) return;
+    monitored.add(key);
+    const store = registry.store(decl.group, decl.version, decl.resource);
+    if (!store) return;
+    const resource = decl.group === '' ? decl.resource : '';
     unsubscribes.push(
       subscribe(store, {
         event(ev) {
@@ -146,6 +153,10 @@ export function startResourceQuotaController(registry: Registry, opts: QuotaCont
         },
       }),
     );
+  }
+  for (const resource of REPLENISHED) {
+    const decl = registry.store('', 'v1', resource)?.decl;
+    if (decl) monitor(decl);
   }
   const timer = setInterval(() => {
     void quotas
