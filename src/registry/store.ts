@@ -323,10 +323,11 @@ export class ResourceStore {
     delete meta.deletionGracePeriodSeconds;
     delete meta.selfLink;
     delete meta.resourceVersion;
-    // Kubernetes' field manager sees the request as decoded and defaulted, before PrepareForCreate, admission
-    // and the REST layer add what the creator did not ask for (a Namespace's finalizer, allocated IPs,
-    // injected volumes): the managedFields come from a defaulted copy of the request.
-    const requested = this.tracksFields(scope) ? structuredClone(obj) : undefined;
+    // As Kubernetes: the request is defaulted (at decode) and the field manager records it; only then do
+    // PrepareForCreate, admission and the REST layer add what the creator did not ask for (a Namespace's
+    // finalizer, allocated IPs, injected volumes). Defaulting runs again once the object is prepared.
+    this.decl.strategy.default?.(obj, ctx);
+    this.trackFields(scope, null, obj, '');
     this.decl.strategy.prepareForCreate?.(obj, ctx);
     meta.uid = randomUUID();
     meta.creationTimestamp = this.now();
@@ -335,13 +336,6 @@ export class ResourceStore {
     const generated = !meta.name && !!meta.generateName;
     if (generated) meta.name = generateName(meta.generateName!);
     this.decl.strategy.default?.(obj, ctx);
-    if (requested) {
-      this.decl.strategy.default?.(requested, ctx);
-      this.trackFields(scope, null, requested, '');
-      const managedFields = requested.metadata?.managedFields;
-      if (managedFields) meta.managedFields = managedFields;
-      else delete meta.managedFields;
-    }
     const admission = this.deps.admission;
     const attrs = (): AdmissionAttributes => ({
       operation: 'CREATE',
