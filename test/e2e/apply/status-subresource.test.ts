@@ -52,4 +52,13 @@ describe('server-side apply on /status', { skip: !present && 'kubectl not instal
     const live = JSON.parse((await k(['get', 'pvc', 'ssa-status', '-o', 'json'])).stdout);
     assert.equal(live.status.phase, 'Bound');
   });
+
+  it('does not create through /status: an apply there to a missing object is a 404', async () => {
+    const r = await c.request('PATCH', '/api/v1/namespaces/default/persistentvolumeclaims/missing/status?fieldManager=volume-binder', {
+      body: JSON.stringify({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'missing' }, status: { phase: 'Bound' } }),
+      contentType: 'application/apply-patch+yaml',
+    });
+    assert.equal(r.status, 404, r.text);
+    assert.equal(r.json.message, 'persistentvolumeclaims "missing" not found');
+  });
 });
