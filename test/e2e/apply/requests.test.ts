@@ -109,6 +109,15 @@ describe('apply and managedFields requests', () => {
     assert.equal(reset.json.metadata.managedFields, undefined, 'an empty list resets them, and an update of an object nobody manages records nothing');
   });
 
+  it('strips managedFields with the JSON patch Kubernetes documents ([{}])', async () => {
+    const r = await c.request('PATCH', `${BASE}/req`, {
+      body: JSON.stringify([{ op: 'replace', path: '/metadata/managedFields', value: [{}] }]),
+      contentType: 'application/json-patch+json',
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.metadata.managedFields, undefined);
+  });
+
   it('keeps at most ten Update entries, merging the oldest into "ancient-changes"', async () => {
     const created = await c.request('POST', `${BASE}?fieldManager=creator`, { body: cm('many', { base: '1' }) });
     assert.equal(created.status, 201, created.text);
