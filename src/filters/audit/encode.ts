@@ -103,9 +103,10 @@ function annotationsJSON(a: Record<string, string>): string {
   return `{${out.slice(1)}}`;
 }
 
-function typeMetaPrefix(version: EventVersion): string {
-  return `{"kind":"Event","apiVersion":"${AUDIT_GROUP}/${version}",`;
-}
+const TYPE_META: Record<EventVersion, string> = {
+  v1: `{"kind":"Event","apiVersion":"${AUDIT_GROUP}/v1",`,
+  v1beta1: `{"kind":"Event","apiVersion":"${AUDIT_GROUP}/v1beta1",`,
+};
 
 /**
  * The event's JSON. `typeMeta` adds kind and apiVersion (a single event; items of an EventList have none).
@@ -113,16 +114,16 @@ function typeMetaPrefix(version: EventVersion): string {
  * fields that stay the same through a request's stages are encoded once per request.
  */
 export function eventJSON(ev: AuditEvent, version: EventVersion, typeMeta: boolean): string {
-  let json: string;
-  if (ev.encoded?.version === version) json = ev.encoded.json;
-  else {
+  let json = ev.encodedVersion === version ? ev.encoded : undefined;
+  if (json === undefined) {
     json = buildEventJSON(ev, version);
-    ev.encoded = { version, json };
+    ev.encoded = json;
+    ev.encodedVersion = version;
   }
-  return typeMeta ? typeMetaPrefix(version) + json.slice(1) : json;
+  return typeMeta ? json : '{' + json.slice(TYPE_META[version].length);
 }
 
-/** The event's JSON without kind and apiVersion, with Go's escaping. */
+/** The event's JSON with kind and apiVersion, with Go's escaping. */
 function buildEventJSON(ev: AuditEvent, version: EventVersion): string {
   const memo = ev.memo;
   let head = memo?.head;
@@ -138,7 +139,7 @@ function buildEventJSON(ev: AuditEvent, version: EventVersion): string {
     client = goJSONEscape(client);
     if (memo) memo.client = client;
   }
-  let out = '{';
+  let out = TYPE_META[version];
   if (version === 'v1beta1') out += `"metadata":{"creationTimestamp":"${metaTime(ev.stageTimestamp)}"},`;
   out += `"level":"${ev.level}",`;
   if (version === 'v1beta1') out += `"timestamp":"${metaTime(ev.requestReceivedTimestamp)}",`;

@@ -22,7 +22,7 @@ import { getRequestInfo, type LongRunningCheck, type RequestInfo } from '../requ
 import type { Backend } from './backend.js';
 import type { AuditMetrics } from './metrics.js';
 import type { PolicyEvaluator, RequestAuditConfig } from './policy.js';
-import { levelAtLeast, objectReference, snapshot, withoutEncoding, type AuditEvent, type Level, type ResponseStatus } from './types.js';
+import { levelAtLeast, objectReference, snapshot, type AuditEvent, type Level, type ResponseStatus } from './types.js';
 
 export const AUDIT_ID_HEADER = 'Audit-ID';
 const MAX_USER_AGENT_LENGTH = 1024;
@@ -112,29 +112,39 @@ function userAgent(req: ApiRequest): string {
 
 function newEvent(req: ApiRequest, info: RequestInfo, user: UserInfo | undefined, level: Level): AuditEvent {
   const r = receivedOf(req);
-  return withoutEncoding({
+  // Every field present, in withoutEncoding's order: all events share one shape.
+  return {
     level,
     auditID: r.auditID,
     stage: 'RequestReceived',
     requestURI: req.url ?? '/',
     verb: info.verb,
     user,
+    impersonatedUser: undefined,
     sourceIPs: sourceIPs(req),
     userAgent: userAgent(req),
     objectRef: info.isResourceRequest
-      ? objectReference({
+      ? {
           resource: info.resource,
           namespace: info.namespace,
           name: info.name,
+          uid: undefined,
           apiGroup: info.apiGroup,
           apiVersion: info.apiVersion,
+          resourceVersion: undefined,
           subresource: info.subresource,
-        })
+        }
       : undefined,
+    responseStatus: undefined,
+    requestObject: undefined,
+    responseObject: undefined,
     requestReceivedTimestamp: r.at,
     stageTimestamp: r.at,
+    annotations: undefined,
     memo: {},
-  });
+    encoded: undefined,
+    encodedVersion: undefined,
+  };
 }
 
 // ---- the recorder --------------------------------------------------------------------------------------
@@ -269,18 +279,20 @@ type End = (...args: unknown[]) => unknown;
 type WriteHead = (...args: unknown[]) => unknown;
 
 /**
- * Watches the response: the status code when the headers go out (a ResponseStarted event for long-running
- * requests) and its end, which is held until the ResponseComplete event is with the backend.
+ * Watches the response: its end, which is held until the ResponseComplete event is with the backend, and
+ * (only when `onStart` is given: long-running requests) the status code when the headers go out.
  */
-function watchResponse(res: ApiResponse, onStart: (code: number) => void, onEnd: () => boolean | Promise<boolean> | undefined): { ended: () => boolean } {
+function watchResponse(res: ApiResponse, onStart: ((code: number) => void) | undefined, onEnd: () => boolean | Promise<boolean> | undefined): void {
   const r = res as unknown as { end: End; writeHead: WriteHead };
   const end = r.end;
-  const writeHead = r.writeHead;
   let ended = false;
-  r.writeHead = function (this: unknown, ...args: unknown[]) {
-    onStart(typeof args[0] === 'number' ? args[0] : res.statusCode);
-    return writeHead.apply(this, args);
-  };
+  if (onStart) {
+    const writeHead = r.writeHead;
+    r.writeHead = function (this: unknown, ...args: unknown[]) {
+      onStart(typeof args[0] === 'number' ? args[0] : res.statusCode);
+      return writeHead.apply(this, args);
+    };
+  }
   r.end = function (this: unknown, ...args: unknown[]) {
     if (ended) return end.apply(this, args);
     ended = true;
@@ -291,7 +303,6 @@ function watchResponse(res: ApiResponse, onStart: (code: number) => void, onEnd:
     }
     return end.apply(this, args);
   };
-  return { ended: () => ended };
 }
 
 export function withAudit(next: Handler, deps: AuditDeps): Handler {
@@ -330,7 +341,7 @@ export function withAudit(next: Handler, deps: AuditDeps): Handler {
     };
     watchResponse(
       res,
-      start,
+      longRunning ? start : undefined,
       () => {
         if (finished) return undefined;
         start(res.statusCode);
@@ -382,7 +393,7 @@ export function withFailedAuthenticationAudit(next: Handler, deps: Omit<AuditDep
   return (req, res) => {
     watchResponse(
       res,
-      () => {},
+      undefined,
       () => {
         if (res.statusCode !== 401 || getUser(req) !== undefined) return undefined;
         const info = getRequestInfo(req);

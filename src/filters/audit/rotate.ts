@@ -105,22 +105,30 @@ export class RotatingFile {
    * between lines, so lines that would take the file past its maximum size go into the next file.
    */
   writeLines(lines: readonly string[]): void {
-    if (lines.length === 1) return this.write(lines[0]!);
-    const all = Buffer.from(lines.join(''));
-    if (this.fd !== undefined && this.size + all.length <= this.max) return this.write(all);
+    const text = lines.length === 1 ? lines[0]! : lines.join('');
+    const len = Buffer.byteLength(text);
+    if (lines.length === 1 || (this.fd !== undefined && this.size + len <= this.max)) return this.writeText(text, len);
     let chunk: string[] = [];
     let chunkLen = 0;
     for (const line of lines) {
       const n = Buffer.byteLength(line);
       if (chunkLen > 0 && this.size + chunkLen + n > this.max) {
-        this.write(chunk.join(''));
+        this.writeText(chunk.join(''), chunkLen);
         chunk = [];
         chunkLen = 0;
       }
       chunk.push(line);
       chunkLen += n;
     }
-    if (chunkLen > 0) this.write(chunk.join(''));
+    if (chunkLen > 0) this.writeText(chunk.join(''), chunkLen);
+  }
+
+  /** Writes `text` of `len` bytes (UTF-8) as one write when the system takes it whole. */
+  private writeText(text: string, len: number): void {
+    this.prepare(len);
+    const n = writeSync(this.fd!, text);
+    this.size += n;
+    if (n < len) this.write(Buffer.from(text).subarray(n));
   }
 
   private openExistingOrNew(writeLen: number): void {

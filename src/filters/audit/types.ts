@@ -60,11 +60,13 @@ export interface AuditEvent {
   /**
    * Encodings kept with the event, not part of it. `memo` is shared by all the events of one request and
    * holds the JSON of the fields that stay the same through its stages; `encoded` is this event's own JSON
-   * (items form) once made, so that truncation, a webhook and the log encode it once. Copies that change
-   * an event's fields must leave `encoded` out (see withoutEncoding).
+   * once made, so that truncation, a webhook and the log encode it once. Copies that change an event's
+   * fields must leave `encoded` out (see withoutEncoding).
    */
   memo?: EventMemo;
-  encoded?: { version: EventVersion; json: string };
+  /** The event's JSON with kind and apiVersion, once made, and the version it is in. */
+  encoded?: string;
+  encodedVersion?: EventVersion;
 }
 
 /** Per-request encodings shared by the request's events (see AuditEvent.memo). */
@@ -116,6 +118,7 @@ export function withoutEncoding(ev: AuditEvent): AuditEvent {
     annotations: ev.annotations,
     memo: ev.memo,
     encoded: undefined,
+    encodedVersion: undefined,
   };
 }
 
