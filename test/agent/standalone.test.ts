@@ -97,7 +97,7 @@ void describe('orchlet standalone (bin/orchlet)', () => {
     }
   });
 
-  void it('refuses options whose behaviour is not built yet, and a kubeconfig it cannot read', async () => {
+  void it('refuses webhook authorization without a server to ask, and a kubeconfig it cannot read', async () => {
     const run = async (args: string[]): Promise<{ code: number | null; stderr: string }> => {
       const child = spawn(process.execPath, [ORCHLET, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
@@ -107,7 +107,7 @@ void describe('orchlet standalone (bin/orchlet)', () => {
     };
     const webhook = await run(['--authorization-mode', 'Webhook']);
     assert.equal(webhook.code, 1);
-    assert.match(webhook.stderr, /--authorization-mode: Webhook is not implemented yet/);
+    assert.match(webhook.stderr, /--authorization-mode=Webhook needs API-server mode \(--orchconfig\)/);
     const missing = await run(['--orchconfig', '/nonexistent/kubeconfig']);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /kubeconfig \/nonexistent\/kubeconfig: ENOENT/);
