@@ -329,6 +329,12 @@ describe('admission webhooks through kubectl', { skip }, () => {
     await ok(['create', 'configmap', 'via-service', '-n', 'plain']);
     assert.equal(reviewsAt('/svc').at(-1)?.request['name'], 'via-service');
     assert.equal(authorization.get('/svc'), 'Bearer service-token', 'the kubeconfig user *.hooked.svc:<port>');
+    // A Service that does not exist: the webhook cannot be called (failurePolicy Fail).
+    await ok(['delete', 'service', 'hooks', '-n', 'hooked']);
+    assert.equal(
+      await refused(['create', 'configmap', 'no-service', '-n', 'plain']),
+      'error: failed to create configmap: Internal error occurred: failed calling webhook "svc.orch.test": failed to call webhook: service "hooks" not found',
+    );
     await ok(['delete', 'validatingwebhookconfiguration', 'by-service']);
   });
 

@@ -97,11 +97,13 @@ async function resolveService(services: ResourceStore | undefined, svc: NonNulla
   const name = svc.name ?? '';
   const port = svc.port ?? 443;
   const path = svc.path ?? '';
-  if (!services) throw new Error(`services "${name}" not found`);
+  // As the service lister words a missing one (its resource is the singular "service").
+  if (!services) throw new Error(`service "${name}" not found`);
   let service: KObject;
   try {
     service = await services.get({ namespace }, name);
   } catch (err) {
+    if (isStatusError(err, 'NotFound')) throw new Error(`service "${name}" not found`, { cause: err });
     if (isStatusError(err)) throw new Error(err.status.message ?? 'service lookup failed', { cause: err });
     throw err;
   }
