@@ -49,6 +49,7 @@ import { defaultIngressClass } from '../registry/admission/default-ingress-class
 import { eventRateLimit, parseEventRateLimitConfig } from '../registry/admission/event-rate-limit.js';
 import { ownerReferencesPermissionEnforcement } from '../registry/admission/owner-references.js';
 import { imagePolicyWebhook, parseImagePolicyConfig } from '../registry/admission/image-policy-webhook.js';
+import { podSecurityPolicy } from '../registry/admission/podsecuritypolicy.js';
 import { loadWebhookFor, postJSON } from '../filters/webhookclient.js';
 import { namespaceAutoProvision, namespaceExists } from '../registry/admission/namespace-exists.js';
 import { alwaysPullImages } from '../registry/admission/always-pull-images.js';
@@ -413,6 +414,9 @@ function admissionPlugins(
     const cfg = pluginConfig('PodSecurity');
     const config = cfg ? parsePodSecurityConfig(cfg.object, cfg.source) : undefined;
     plugins.push(podSecurity({ namespaces, pods: () => registry().store('', 'v1', 'pods'), ...(config ? { config } : {}) }));
+  }
+  if (on.has('PodSecurityPolicy')) {
+    plugins.push(podSecurityPolicy({ policies: () => registry().store('policy', 'v1beta1', 'podsecuritypolicies'), authorizer: () => registry().settings.authorizer }));
   }
   if (on.has('PodNodeSelector')) {
     const cfg = pluginConfig('PodNodeSelector');

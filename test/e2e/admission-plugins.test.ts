@@ -7,7 +7,7 @@
  * SecurityContextDeny, NodeRestriction (as a node user through impersonation), RuntimeClass and
  * DefaultIngressClass (with their kinds), PersistentVolumeLabel and AlwaysAdmit (accepted), AlwaysDeny and
  * NamespaceExists; a third server with RBAC for OwnerReferencesPermissionEnforcement, EventRateLimit and
- * ImagePolicyWebhook (a backend the test serves over TLS on loopback).
+ * ImagePolicyWebhook (a backend the test serves over TLS on loopback); a fourth for PodSecurityPolicy.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -458,5 +458,103 @@ plugins:
       body: { apiVersion: 'v1', kind: 'Event', metadata: { name: 'e' }, involvedObject: { kind: 'Pod', name: 'p', namespace: 'own' }, reason: 'R', message: 'm' },
     });
     assert.equal(other.status, 201, other.text);
+  });
+});
+
+describe('kubectl: PodSecurityPolicy (with RBAC)', { skip }, () => {
+  let c: TestCluster;
+  const ok = async (args: string[], input?: string) => {
+    const r = await c.kubectl(args, input === undefined ? {} : { input });
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const refused = async (args: string[], input?: string) => {
+    const r = await c.kubectl(args, input === undefined ? {} : { input });
+    assert.notEqual(r.code, 0, `kubectl ${args.join(' ')} should have failed: ${r.stdout}`);
+    return r.stderr;
+  };
+  const AS_ALICE = ['--as', 'alice'];
+  const pspPod = (name: string, spec = '', container = '') =>
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: psp}\nspec:\n${spec}  containers:\n  - name: app\n    image: busybox:1.36\n${container}`;
+  const RESTRICTED = `apiVersion: policy/v1beta1
+kind: PodSecurityPolicy
+metadata: {name: restricted}
+spec:
+  privileged: false
+  allowPrivilegeEscalation: false
+  requiredDropCapabilities: [ALL]
+  volumes: [configMap, emptyDir, secret, projected]
+  runAsUser: {rule: MustRunAsNonRoot}
+  seLinux: {rule: RunAsAny}
+  fsGroup: {rule: MustRunAs, ranges: [{min: 1, max: 65535}]}
+  supplementalGroups: {rule: RunAsAny}
+`;
+  const PRIVILEGED = `apiVersion: policy/v1beta1
+kind: PodSecurityPolicy
+metadata: {name: privileged}
+spec:
+  privileged: true
+  allowedCapabilities: ['*']
+  volumes: ['*']
+  hostNetwork: true
+  hostPorts: [{min: 0, max: 65535}]
+  runAsUser: {rule: RunAsAny}
+  seLinux: {rule: RunAsAny}
+  fsGroup: {rule: RunAsAny}
+  supplementalGroups: {rule: RunAsAny}
+`;
+
+  before(async () => {
+    c = await startCluster(['--authorization-mode=RBAC', '--enable-admission-plugins=PodSecurityPolicy', '--allow-privileged=true']);
+    await ok(['create', 'namespace', 'psp']);
+    await ok(['create', 'serviceaccount', 'builder', '-n', 'psp']);
+    await ok(['create', 'role', 'pods', '-n', 'psp', '--verb=create,get', '--resource=pods']);
+    await ok(['create', 'rolebinding', 'alice-pods', '-n', 'psp', '--role=pods', '--user=alice']);
+    await ok(['create', 'clusterrole', 'psp-restricted', '--verb=use', '--resource=podsecuritypolicies.policy', '--resource-name=restricted']);
+    await ok(['create', 'clusterrole', 'psp-privileged', '--verb=use', '--resource=podsecuritypolicies.policy', '--resource-name=privileged']);
+    await ok(['create', 'rolebinding', 'alice-restricted', '-n', 'psp', '--clusterrole=psp-restricted', '--user=alice']);
+    await ok(['create', 'rolebinding', 'builder-privileged', '-n', 'psp', '--clusterrole=psp-privileged', '--serviceaccount=psp:builder']);
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  it('refuses pods while no policy may be used', async () => {
+    const stderr = await refused(['create', '-f', '-'], pspPod('early'));
+    assert.match(stderr, /pods "early" is forbidden: PodSecurityPolicy: no providers available to validate pod request/);
+  });
+
+  it('serves the kind with its defaults and table', async () => {
+    await ok(['create', '-f', '-'], RESTRICTED);
+    await ok(['create', '-f', '-'], PRIVILEGED);
+    assert.equal(JSON.parse(await ok(['get', 'psp', 'privileged', '-o', 'json'])).spec.allowPrivilegeEscalation, true);
+    const table = await ok(['get', 'podsecuritypolicies']);
+    assert.match(table, /^NAME\s+PRIV\s+CAPS\s+SELINUX\s+RUNASUSER\s+FSGROUP\s+SUPGROUP\s+READONLYROOTFS\s+VOLUMES\n/);
+    assert.match(table, /\nrestricted\s+false\s+RunAsAny\s+MustRunAsNonRoot\s+MustRunAs\s+RunAsAny\s+false\s+configMap,emptyDir,secret,projected\n/);
+    const stderr = await refused(['create', '-f', '-'], RESTRICTED.replace('name: restricted', 'name: bad').replace('{rule: MustRunAsNonRoot}', '{rule: Sometimes}'));
+    assert.match(stderr, /spec\.runAsUser\.rule: Unsupported value: "Sometimes"/);
+  });
+
+  it('applies the policy the user may use, defaulting the pod, and names it in kubernetes.io/psp', async () => {
+    await ok([...AS_ALICE, 'create', '-f', '-'], pspPod('mutated'));
+    const p = JSON.parse(await ok(['get', 'pod', 'mutated', '-n', 'psp', '-o', 'json']));
+    assert.equal(p.metadata.annotations['kubernetes.io/psp'], 'restricted');
+    assert.equal(p.spec.securityContext.fsGroup, 1);
+    assert.deepEqual(p.spec.containers[0].securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, runAsNonRoot: true });
+    let stderr = await refused([...AS_ALICE, 'create', '-f', '-'], pspPod('priv', '', '    securityContext: {privileged: true}\n'));
+    assert.match(stderr, /pods "priv" is forbidden: PodSecurityPolicy: unable to admit pod: \[spec\.containers\[0\]\.securityContext\.privileged: Invalid value: true: Privileged containers are not allowed\]/);
+    stderr = await refused([...AS_ALICE, 'create', '-f', '-'], pspPod('host', '  volumes: [{name: h, hostPath: {path: /tmp}}]\n'));
+    assert.match(stderr, /spec\.volumes\[0\]: Invalid value: "hostPath": hostPath volumes are not allowed to be used/);
+  });
+
+  it("uses a policy the pod's service account may use, and prefers a policy that needs no change", async () => {
+    await ok([...AS_ALICE, 'create', '-f', '-'], pspPod('built', '  serviceAccountName: builder\n', '    securityContext: {privileged: true}\n'));
+    const built = JSON.parse(await ok(['get', 'pod', 'built', '-n', 'psp', '-o', 'json']));
+    assert.equal(built.metadata.annotations['kubernetes.io/psp'], 'privileged');
+    // The admin may use both: the privileged policy admits a plain pod unchanged, so it wins over restricted.
+    await ok(['create', '-f', '-'], pspPod('admins'));
+    const admins = JSON.parse(await ok(['get', 'pod', 'admins', '-n', 'psp', '-o', 'json']));
+    assert.equal(admins.metadata.annotations['kubernetes.io/psp'], 'privileged');
+    assert.equal(admins.spec.containers[0].securityContext, undefined);
   });
 });

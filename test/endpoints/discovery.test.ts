@@ -256,6 +256,7 @@ describe('aggregated discovery documents', () => {
       'flowcontrol.apiserver.k8s.io',
       'networking.k8s.io',
       'node.k8s.io',
+      'policy',
       'rbac.authorization.k8s.io',
       'scheduling.k8s.io',
       'storage.k8s.io',

@@ -227,6 +227,8 @@ describe('OpenAPI v3', () => {
       'apis/networking.k8s.io/v1',
       'apis/node.k8s.io',
       'apis/node.k8s.io/v1',
+      'apis/policy',
+      'apis/policy/v1beta1',
       'apis/rbac.authorization.k8s.io',
       'apis/rbac.authorization.k8s.io/v1',
       'apis/scheduling.k8s.io',

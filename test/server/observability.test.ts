@@ -378,6 +378,7 @@ describe('observability and versioning options', () => {
       'coordination.k8s.io/v1',
       'flowcontrol.apiserver.k8s.io/v1beta1',
       'flowcontrol.apiserver.k8s.io/v1beta2',
+      'policy/v1beta1',
     ]);
     assert.deepEqual(gvs({ 'api/v1': false, 'api/legacy': false }), gvs({}).filter((g) => g !== '/v1'));
     assert.ok(gvs({}).includes('/v1') && gvs({}).includes('coordination.k8s.io/v1'));

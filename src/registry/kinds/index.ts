@@ -25,6 +25,7 @@ import { resourceQuotaKind } from './resourcequota/index.js';
 import { csrKind } from './certificates/index.js';
 import { runtimeClassKind } from './runtimeclass/index.js';
 import { ingressClassKind, ingressKind } from './ingressclass/index.js';
+import { podSecurityPolicyKind } from './podsecuritypolicy/index.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -49,8 +50,9 @@ export { resourceQuotaKind } from './resourcequota/index.js';
 export { csrKind } from './certificates/index.js';
 export { runtimeClassKind } from './runtimeclass/index.js';
 export { ingressClassKind, ingressKind } from './ingressclass/index.js';
+export { podSecurityPolicyKind } from './podsecuritypolicy/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, resourceQuotaKind, csrKind, runtimeClassKind, ingressClassKind, ingressKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, resourceQuotaKind, csrKind, runtimeClassKind, ingressClassKind, ingressKind, podSecurityPolicyKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
