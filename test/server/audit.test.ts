@@ -9,7 +9,7 @@ import { validateAuditConfig, type AuditConfig } from '../../src/filters/audit/c
 import { eventJSON, eventString } from '../../src/filters/audit/encode.js';
 import { AuditCounters } from '../../src/filters/audit/metrics.js';
 import { parsePolicy, policyEvaluator } from '../../src/filters/audit/policy.js';
-import type { AuditEvent } from '../../src/filters/audit/types.js';
+import { snapshot, withoutEncoding, type AuditEvent } from '../../src/filters/audit/types.js';
 import { requestInfo } from '../../src/endpoints/requestinfo.js';
 import { parseServerOptions } from '../../src/server/options.js';
 import { buildHandlerChain } from '../../src/server/server.js';
@@ -76,6 +76,25 @@ void describe('audit event encodings', () => {
         '"requestReceivedTimestamp":"2024-01-02T03:04:05.006007Z","stageTimestamp":"2024-01-02T03:04:05.100000Z",' +
         '"annotations":{"authorization.k8s.io/decision":"allow","z.io/b":"2"}}',
     );
+  });
+
+  void it('keeps its JSON with the event, and copies made for backends neither share it nor later changes', () => {
+    // A spread copy of an encoded event (EVENT is encoded above) encodes itself anew.
+    const live: AuditEvent = { ...EVENT, objectRef: { ...EVENT.objectRef }, responseStatus: { code: 200 }, annotations: { a: '1' } };
+    const withKind = eventJSON(live, 'v1', true);
+    assert.match(withKind, /"annotations":\{"a":"1"\}\}$/);
+    assert.equal(eventJSON(live, 'v1', true), withKind);
+    assert.equal(eventJSON(live, 'v1', false), '{' + withKind.slice('{"kind":"Event","apiVersion":"audit.k8s.io/v1",'.length));
+    const copy = snapshot(live);
+    live.objectRef!.name = 'later';
+    live.responseStatus!.code = 500;
+    live.annotations!.b = '2';
+    const changed = withoutEncoding(live);
+    changed.stage = 'Panic';
+    assert.match(eventJSON(changed, 'v1', true), /"stage":"Panic"/);
+    const copyJSON = eventJSON(copy, 'v1', true);
+    assert.doesNotMatch(copyJSON, /later|"code":500|"b":"2"/);
+    assert.equal(copyJSON, withKind);
   });
 
   void it('writes the legacy line as EventString', () => {

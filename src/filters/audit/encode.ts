@@ -114,11 +114,12 @@ const TYPE_META: Record<EventVersion, string> = {
  * fields that stay the same through a request's stages are encoded once per request.
  */
 export function eventJSON(ev: AuditEvent, version: EventVersion, typeMeta: boolean): string {
-  let json = ev.encodedVersion === version ? ev.encoded : undefined;
+  let json = ev.encodedFor === ev && ev.encodedVersion === version ? ev.encoded : undefined;
   if (json === undefined) {
     json = buildEventJSON(ev, version);
     ev.encoded = json;
     ev.encodedVersion = version;
+    ev.encodedFor = ev;
   }
   return typeMeta ? json : '{' + json.slice(TYPE_META[version].length);
 }

@@ -144,6 +144,7 @@ function newEvent(req: ApiRequest, info: RequestInfo, user: UserInfo | undefined
     memo: {},
     encoded: undefined,
     encodedVersion: undefined,
+    encodedFor: undefined,
   };
 }
 

@@ -60,13 +60,16 @@ export interface AuditEvent {
   /**
    * Encodings kept with the event, not part of it. `memo` is shared by all the events of one request and
    * holds the JSON of the fields that stay the same through its stages; `encoded` is this event's own JSON
-   * once made, so that truncation, a webhook and the log encode it once. Copies that change an event's
-   * fields must leave `encoded` out (see withoutEncoding).
+   * once made, so that truncation, a webhook and the log encode it once.
    */
   memo?: EventMemo;
-  /** The event's JSON with kind and apiVersion, once made, and the version it is in. */
+  /**
+   * The event's JSON with kind and apiVersion once made, the version it is in, and the event it was made
+   * for (a copy made by spreading carries the fields but is not that event, so it encodes itself anew).
+   */
   encoded?: string;
   encodedVersion?: EventVersion;
+  encodedFor?: AuditEvent;
 }
 
 /** Per-request encodings shared by the request's events (see AuditEvent.memo). */
@@ -119,6 +122,7 @@ export function withoutEncoding(ev: AuditEvent): AuditEvent {
     memo: ev.memo,
     encoded: undefined,
     encodedVersion: undefined,
+    encodedFor: undefined,
   };
 }
 
