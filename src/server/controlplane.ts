@@ -66,6 +66,7 @@ import {
 import { certificateApproval, certificateSigning, certificateSubjectRestriction } from '../registry/admission/certificates.js';
 import { signingCAFromClientCA, startCsrSigningController } from './controllers/csr-signing.js';
 import { startCsrApprovingController } from './controllers/csr-approving.js';
+import { startCsrCleaner } from './controllers/csr-cleaner.js';
 import { mutatingWebhookAdmission, validatingWebhookAdmission, type WebhookAdmissionDeps } from '../registry/admission/webhook.js';
 import { resourceQuotaAdmission, parseQuotaConfig } from '../registry/admission/quota.js';
 import { startResourceQuotaController } from './controllers/resourcequota.js';
@@ -321,7 +322,7 @@ export async function createControlPlane(
       if (options.enableGarbageCollector) controllers.push(startGarbageCollector(registry, log));
       controllers.push(startNodeLifecycleController(registry, { log }));
       controllers.push(startResourceQuotaController(registry, { log }));
-      controllers.push(startCsrApprovingController(registry, () => authz, log));
+      controllers.push(startCsrApprovingController(registry, () => authz, log), startCsrCleaner(registry, log));
       const signingCA = signingCAFromClientCA(options.clientCaFile);
       if (signingCA) controllers.push(startCsrSigningController(registry, { ...signingCA, ...overrides.csrSigning }, log));
       if (options.featureGates.APIServerIdentity) {

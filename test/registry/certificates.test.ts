@@ -8,6 +8,7 @@ import { parseCSR } from '../../src/registry/kinds/certificates/csr.js';
 import { csrCondition } from '../../src/registry/kinds/certificates/index.js';
 import { kubeletClientProblem, kubeletServingProblem, signRequest } from '../../src/server/controllers/csr-signing.js';
 import { makeCA } from '../../src/server/certs.js';
+import { csrCleanupReason } from '../../src/server/controllers/csr-cleaner.js';
 import { makeKeyAndCSR } from '../../src/agent/certificate-request.js';
 import { digestedName, rotationDeadline } from '../../src/agent/certificate-manager.js';
 import { nodeSubresource } from '../../src/agent/server/auth.js';
@@ -82,6 +83,22 @@ void describe('CSR reader and signer', () => {
     assert.equal(kubeletClientProblem(other, usages), 'subject organization is not system:nodes');
     assert.equal(kubeletServingProblem(node, ['digital signature', 'key encipherment', 'server auth']), 'DNS or IP subjectAltName is required');
     assert.equal(kubeletServingProblem(withSAN, ['digital signature', 'key encipherment', 'server auth']), '');
+  });
+
+  void it('the cleaner keeps requests for as long as Kubernetes does', async () => {
+    const now = Date.parse('2030-01-01T12:00:00Z');
+    const at = (ms: number) => new Date(now - ms).toISOString();
+    const cond = (type: string, ago: number) => ({ type, status: 'True', lastUpdateTime: at(ago) });
+    assert.equal(csrCleanupReason({ metadata: { creationTimestamp: at(23 * 3600_000) } }, now), '');
+    assert.equal(csrCleanupReason({ metadata: { creationTimestamp: at(25 * 3600_000) } }, now), 'it has been pending for more than 24 hours');
+    assert.equal(csrCleanupReason({ status: { conditions: [cond('Denied', 59 * 60_000)] } }, now), '');
+    assert.equal(csrCleanupReason({ status: { conditions: [cond('Denied', 61 * 60_000)] } }, now), 'it was denied more than an hour ago');
+    assert.equal(csrCleanupReason({ status: { conditions: [cond('Approved', 2 * 3600_000), cond('Failed', 61 * 60_000)] } }, now), 'it failed more than an hour ago');
+    assert.equal(csrCleanupReason({ status: { conditions: [cond('Approved', 2 * 3600_000)] } }, now), '', 'approved, waiting for the signer');
+    const ca = await makeCA('cleaner-ca');
+    const issued = { status: { conditions: [cond('Approved', 10 * 60_000)], certificate: Buffer.from(ca.cert).toString('base64') } };
+    assert.equal(csrCleanupReason(issued, Date.now()), '');
+    assert.equal(csrCleanupReason(issued, Date.now() + 2 * 365 * 86400_000), 'its certificate has expired');
   });
 
   void it('prints the CONDITION column as kubectl shows it', () => {
