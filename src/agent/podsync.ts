@@ -49,6 +49,8 @@ export interface PodLifecycle {
   terminatePod(pod: Pod, gracePeriodSeconds: number): Promise<void>;
   /** Removes what is left of a terminated pod (containers, logs, its directory, its status). */
   cleanupPod(pod: Pod): Promise<void>;
+  /** Tears down the volumes of a pod that reached Succeeded or Failed (kubelet unmounts them). */
+  releaseVolumes?(pod: Pod): Promise<void>;
 }
 
 export interface PodSyncerOptions {
@@ -78,6 +80,8 @@ export interface PodSyncerOptions {
   tmpfs?: boolean;
   /** Where the agent's own log lines go. */
   log?: (level: 'info' | 'error', message: string) => void;
+  /** --keep-terminated-pod-volumes: volumes of terminated pods stay until the pod is deleted. */
+  keepTerminatedPodVolumes?: boolean;
 }
 
 /** Why a pod must not run (any more): admission refused it, or it was evicted. */
@@ -336,6 +340,25 @@ export class PodSyncer implements PodLifecycle {
     await this.o.runtime.stopPodSandbox(st.sandboxId, gracePeriodSeconds);
     st.waiting.clear();
     this.writeStatus(pod, st, await this.instances(st));
+  }
+
+  /**
+   * kubelet's volume manager for a pod that terminated (Succeeded or Failed) and is not deleted:
+   * its volumes are torn down (tmpfs unmounted, emptyDir, configMap, secret, downwardAPI and
+   * projected directories removed, hostPath untouched); its logs stay. Nothing with
+   * keepTerminatedPodVolumes.
+   */
+  async releaseVolumes(pod: Pod): Promise<void> {
+    if (this.o.keepTerminatedPodVolumes === true) return;
+    if (!Array.isArray(pod.spec.volumes) || pod.spec.volumes.length === 0) return;
+    const podDir = this.podDir(pod.metadata.uid);
+    try {
+      await tearDownVolumes(podDir);
+      for (const d of ['volumes', 'plugins', 'rootfs']) await rm(join(podDir, d), { recursive: true, force: true });
+    } catch (err) {
+      // what is left goes with the pod's directory when the pod is deleted
+      this.o.log?.('error', `tearing down the volumes of terminated pod ${pod.metadata.namespace}/${pod.metadata.name}: ${errorText(err)}`);
+    }
   }
 
   async cleanupPod(pod: Pod): Promise<void> {

@@ -3,7 +3,8 @@
 //
 // Lifecycle of a worker, one way only:
 //   syncing      the pod should run: every update, runtime event, back-off end and periodic resync
-//                runs PodLifecycle.syncPod; when the pod reaches Succeeded/Failed it becomes
+//                runs PodLifecycle.syncPod; when the pod reaches Succeeded/Failed its volumes are
+//                released and it becomes
 //   terminated   (nothing runs; the status stays visible) — or, once the pod is deleted:
 //   terminating  PodLifecycle.terminatePod with the grace period, then cleanupPod; the worker is
 //                then forgotten.
@@ -141,6 +142,7 @@ export class PodWorkers {
     const result = await this.lifecycle.syncPod(w.pod);
     if (result.terminal) {
       await this.lifecycle.terminatePod(w.pod, 0);
+      await this.lifecycle.releaseVolumes?.(w.pod);
       this.setState(w, 'terminated');
     } else if (result.requeueAfterMs !== undefined) {
       this.later(w, result.requeueAfterMs);

@@ -86,13 +86,18 @@ void describe('orchlet fsGroup, supplementalGroups and tmpfs volumes (kubectl, p
         terminationGracePeriodSeconds: 1,
         securityContext: { runAsUser: 1000, runAsGroup: 1000, fsGroup: 2000, supplementalGroups: [3000, 3001] },
         volumes,
-        containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', script], volumeMounts: mounts }],
+        // it stays running: a terminated pod's volumes are torn down (the last test)
+        containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', `${script}; exec sleep 600`], volumeMounts: mounts }],
       },
     });
-    const p = await finished('grouped');
-    assert.equal(p.status.phase, 'Succeeded', JSON.stringify(p.status));
     // The secret and configMap files are mode 0400 owned by root: readable only through the group.
-    assert.equal(await logs('grouped'), '1000 2000 3000 3001\ns3cr3t rc=0\nfast rc=0\nmade 2000\nmem 2000\n');
+    const out = await waitFor('the output', async () => {
+      const text = await logs('grouped');
+      return text.includes('mem ') ? text : undefined;
+    });
+    assert.equal(out, '1000 2000 3000 3001\ns3cr3t rc=0\nfast rc=0\nmade 2000\nmem 2000\n');
+    const p = (await kubectlJSON(['get', 'pod', 'grouped']))!;
+    assert.equal(p.status.phase, 'Running');
 
     const vols = join(a.rootDir, 'pods', p.metadata.uid, 'volumes');
     const sec = join(vols, 'kubernetes.io~secret', 'sec');
@@ -141,6 +146,11 @@ void describe('orchlet fsGroup, supplementalGroups and tmpfs volumes (kubectl, p
     const out = await logs('ungrouped');
     assert.match(out, /^1000\n/);
     assert.match(out, /\n rc=1\n rc=1\nmade 1000\nmem 1000\n$/);
+    // A terminated pod keeps its status and logs; its volumes are torn down as kubelet does.
+    const podDir = join(a.rootDir, 'pods', p.metadata.uid);
+    await waitFor('the volumes torn down', async () => ((await stat(join(podDir, 'volumes')).catch(() => undefined)) === undefined ? true : undefined));
+    assert.deepEqual(await mountsUnder(podDir), []);
+    assert.ok((await stat(join(podDir, 'containers'))).isDirectory());
   });
 
   void it('refuses group 0 as fsGroup for an unprivileged container (CreateContainerConfigError)', async () => {

@@ -71,7 +71,8 @@ void describe('orchlet pods: env, volumes, init containers, probes, logs, admiss
           {
             name: 'main',
             image: 'busybox',
-            command: ['sh', '-c', 'echo "GREETING=$GREETING COLOR=$CFG_color POD=$POD NS=$NS NODE=$NODE IP=$IP MEM=$MEM ECHO=$ECHO"; cat $ORCH_ROOTFS/etc/secret/password; echo; cat $ORCH_ROOTFS/etc/info/labels; echo; echo written > $ORCH_ROOTFS/scratch/out; cat $ORCH_ROOTFS/scratch/out'],
+            // it stays running: the volumes of a pod that terminated are torn down, as kubelet does
+            command: ['sh', '-c', 'echo "GREETING=$GREETING COLOR=$CFG_color POD=$POD NS=$NS NODE=$NODE IP=$IP MEM=$MEM ECHO=$ECHO"; cat $ORCH_ROOTFS/etc/secret/password; echo; cat $ORCH_ROOTFS/etc/info/labels; echo; echo written > $ORCH_ROOTFS/scratch/out; cat $ORCH_ROOTFS/scratch/out; exec sleep 600'],
             env: [
               { name: 'GREETING', valueFrom: { configMapKeyRef: { name: 'app-config', key: 'greeting' } } },
               { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -94,9 +95,12 @@ void describe('orchlet pods: env, volumes, init containers, probes, logs, admiss
         ],
       }),
     );
-    const p = await waitPod('envvol', 'Succeeded', (x) => x.status?.phase === 'Succeeded' || x.status?.phase === 'Failed');
-    assert.equal(p.status.phase, 'Succeeded', JSON.stringify(p.status));
-    const out = await logs('envvol');
+    const p = await waitPod('envvol', 'Running', (x) => x.status?.phase === 'Running' || x.status?.phase === 'Failed');
+    assert.equal(p.status.phase, 'Running', JSON.stringify(p.status));
+    const out = await waitFor('the output', async () => {
+      const text = await logs('envvol');
+      return text.endsWith('written\n') ? text : undefined;
+    });
     assert.equal(
       out,
       `GREETING=hello COLOR=blue POD=envvol NS=default NODE=${a.nodeName} IP=127.0.0.1 MEM=64 ECHO=hello-envvol\ns3cr3t\napp="envvol"\nwritten\n`,
