@@ -409,4 +409,13 @@ describe('admission webhooks through kubectl', { skip }, () => {
     assert.equal(reviewsAt('/eviction').length, 1, 'not called for the pod itself');
     await ok(['delete', 'validatingwebhookconfiguration', 'evictions']);
   });
+
+  it('refuses answers that break the AdmissionReview v1 contract (a patch from a validating webhook)', async () => {
+    await ok(['create', '-f', '-'], validating('patcher', [webhook('patcher.orch.test', '/label', ['configmaps'], { namespaceSelector: { matchLabels: { webhooks: 'on' } } })]));
+    assert.equal(
+      await refused(['create', 'configmap', 'patched', '-n', 'hooked']),
+      'error: failed to create configmap: Internal error occurred: failed calling webhook "patcher.orch.test": received invalid webhook response: validating webhook may not return response.patch',
+    );
+    await ok(['delete', 'validatingwebhookconfiguration', 'patcher']);
+  });
 });

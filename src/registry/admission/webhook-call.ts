@@ -208,6 +208,8 @@ export async function callWebhook(opts: {
   request: ReviewRequest;
   services: () => ResourceStore | undefined;
   auth?: WebhookAuthResolver;
+  /** A mutating webhook (may answer a patch); a validating one may not. */
+  mutating: boolean;
 }): Promise<ReviewResponse> {
   const { webhookName: name, clientConfig: cc } = opts;
   const version = opts.reviewVersions.find((v) => ADMISSION_REVIEW_VERSIONS.includes(v));
@@ -263,8 +265,14 @@ export async function callWebhook(opts: {
     }
     if (!response || typeof response !== 'object') throw invalid('webhook response was absent');
     if (response.uid !== uid) throw invalid(`expected response.uid="${uid}", got "${response.uid ?? ''}"`);
-    if (response.patch && !response.patchType) throw invalid('webhook returned response.patch but not response.patchType');
-    if (response.patchType && response.patchType !== 'JSONPatch') throw invalid(`webhook returned invalid response.patchType of "${response.patchType}"`);
+    if (opts.mutating) {
+      if (response.patch && !response.patchType) throw invalid('webhook returned response.patch but not response.patchType');
+      if (!response.patch && response.patchType) throw invalid('webhook returned response.patchType but not response.patch');
+      if (response.patchType && response.patchType !== 'JSONPatch') throw invalid(`webhook returned invalid response.patchType of "${response.patchType}"`);
+    } else {
+      if (response.patch) throw invalid('validating webhook may not return response.patch');
+      if (response.patchType) throw invalid('validating webhook may not return response.patchType');
+    }
   } else {
     if (!response || typeof response !== 'object') throw invalid('webhook response was absent');
     if (response.patchType && response.patchType !== 'JSONPatch') throw invalid(`webhook returned invalid response.patchType of "${response.patchType}"`);

@@ -310,6 +310,7 @@ class WebhookDispatcher {
       timeoutSeconds: hook.timeoutSeconds,
       request: this.request(a, inv),
       services: this.deps.services,
+      mutating: this.mutating,
       ...(this.deps.auth ? { auth: this.deps.auth } : {}),
     });
     for (const [k, v] of Object.entries(response.auditAnnotations ?? {})) {
