@@ -478,7 +478,11 @@ describe('kubectl: PodSecurityPolicy (with RBAC)', { skip }, () => {
     `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: psp}\nspec:\n${spec}  containers:\n  - name: app\n    image: busybox:1.36\n${container}`;
   const RESTRICTED = `apiVersion: policy/v1beta1
 kind: PodSecurityPolicy
-metadata: {name: restricted}
+metadata:
+  name: restricted
+  annotations:
+    seccomp.security.alpha.kubernetes.io/defaultProfileName: runtime/default
+    seccomp.security.alpha.kubernetes.io/allowedProfileNames: runtime/default,localhost/ok.json
 spec:
   privileged: false
   allowPrivilegeEscalation: false
@@ -543,6 +547,12 @@ spec:
     assert.deepEqual(p.spec.containers[0].securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, runAsNonRoot: true });
     let stderr = await refused([...AS_ALICE, 'create', '-f', '-'], pspPod('priv', '', '    securityContext: {privileged: true}\n'));
     assert.match(stderr, /pods "priv" is forbidden: PodSecurityPolicy: unable to admit pod: \[spec\.containers\[0\]\.securityContext\.privileged: Invalid value: true: Privileged containers are not allowed\]/);
+    assert.equal(p.metadata.annotations['seccomp.security.alpha.kubernetes.io/pod'], 'runtime/default', "the policy's default seccomp profile");
+    stderr = await refused([...AS_ALICE, 'create', '-f', '-'], pspPod('unconfined', '  securityContext: {seccompProfile: {type: Unconfined}}\n'));
+    assert.match(
+      stderr,
+      /metadata\.annotations\[seccomp\.security\.alpha\.kubernetes\.io\/pod\]: Forbidden: unconfined is not an allowed seccomp profile\. Valid values are runtime\/default,localhost\/ok\.json/,
+    );
     stderr = await refused([...AS_ALICE, 'create', '-f', '-'], pspPod('host', '  volumes: [{name: h, hostPath: {path: /tmp}}]\n'));
     assert.match(stderr, /spec\.volumes\[0\]: Invalid value: "hostPath": hostPath volumes are not allowed to be used/);
   });

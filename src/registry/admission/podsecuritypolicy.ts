@@ -15,7 +15,9 @@
  * What the policy checks: privileged, host namespaces and ports, volume types (hostPath prefixes and
  * read-only mounts, flexVolume drivers, inline CSI drivers), the user, group, fsGroup and supplemental group
  * strategies, SELinux, capabilities, read-only root filesystem, privilege escalation, proc mount types,
- * sysctls and runtime classes. Not checked: the seccomp and AppArmor annotations of the policy.
+ * sysctls, runtime classes, and the seccomp and AppArmor profiles the policy's annotations allow
+ * (seccomp.security.alpha.kubernetes.io/{defaultProfileName,allowedProfileNames},
+ * apparmor.security.beta.kubernetes.io/{defaultProfileName,allowedProfileNames}).
  */
 import { isDeepStrictEqual } from 'node:util';
 import { apiErrors } from '../errors.js';
@@ -23,7 +25,7 @@ import type { KObject } from '../kind.js';
 import type { AccessAuthorizer } from '../kinds/authorization/attributes.js';
 import { resourceAttributes } from '../kinds/authorization/attributes.js';
 import type { Admission, AdmissionAttributes, ResourceStore } from '../store.js';
-import { invalid, required, root, type FieldError, type FieldPath } from '../../util/validation.js';
+import { forbidden as forbiddenErr, invalid, required, root, type FieldError, type FieldPath } from '../../util/validation.js';
 import { isObj, listOf, objOf, type Json } from './pod-helpers.js';
 
 export const PSP_ANNOTATION = 'kubernetes.io/psp';
@@ -43,6 +45,60 @@ const sc = (o: Json): Json => {
 function volumeType(v: Json): string {
   for (const k of Object.keys(v)) if (k !== 'name' && v[k] !== null && v[k] !== undefined) return k === 'cephfs' ? 'cephFS' : k;
   return 'none';
+}
+
+const SECCOMP_DEFAULT = 'seccomp.security.alpha.kubernetes.io/defaultProfileName';
+const SECCOMP_ALLOWED = 'seccomp.security.alpha.kubernetes.io/allowedProfileNames';
+const SECCOMP_POD = 'seccomp.security.alpha.kubernetes.io/pod';
+const SECCOMP_CONTAINER = 'container.seccomp.security.alpha.kubernetes.io/';
+const APPARMOR_DEFAULT = 'apparmor.security.beta.kubernetes.io/defaultProfileName';
+const APPARMOR_ALLOWED = 'apparmor.security.beta.kubernetes.io/allowedProfileNames';
+const APPARMOR_CONTAINER = 'container.apparmor.security.beta.kubernetes.io/';
+
+/** A seccompProfile field in the annotation's words (runtime/default, localhost/<file>, unconfined). */
+function seccompOf(annotation: unknown, field: unknown): string | undefined {
+  if (typeof annotation === 'string') return annotation;
+  const f = objOf(field);
+  if (f['type'] === 'RuntimeDefault') return 'runtime/default';
+  if (f['type'] === 'Unconfined') return 'unconfined';
+  if (f['type'] === 'Localhost') return `localhost/${String(f['localhostProfile'] ?? '')}`;
+  return undefined;
+}
+
+/** The policy's profiles annotations: the default and the allowed list ('*' for any). */
+function profiles(policy: KObject, defaultKey: string, allowedKey: string): { dflt?: string; allowed: string[] } {
+  const ann = objOf(policy.metadata?.annotations);
+  const allowed = typeof ann[allowedKey] === 'string' ? (ann[allowedKey]).split(',').map((x) => x.trim()).filter((x) => x !== '') : [];
+  return { ...(typeof ann[defaultKey] === 'string' ? { dflt: ann[defaultKey] } : {}), allowed };
+}
+
+/** Defaults and checks the seccomp and AppArmor profiles by the policy's annotations. */
+function profileDefaultsAndErrors(pod: Json, policy: KObject, errs?: FieldError[]): void {
+  const meta = (pod['metadata'] ??= {}) as Json;
+  const ann = (meta['annotations'] ??= {}) as Record<string, string>;
+  const ps = objOf(pod['spec']);
+  const seccomp = profiles(policy, SECCOMP_DEFAULT, SECCOMP_ALLOWED);
+  const apparmor = profiles(policy, APPARMOR_DEFAULT, APPARMOR_ALLOWED);
+  const annPath = root('metadata', 'annotations');
+  const checkSeccomp = (key: string, profile: string | undefined) => {
+    if (!errs || profile === undefined) return;
+    if (seccomp.allowed.length === 0) errs.push(forbiddenErr(annPath.key(key), 'seccomp may not be set'));
+    else if (!seccomp.allowed.includes('*') && !seccomp.allowed.includes(profile)) {
+      errs.push(forbiddenErr(annPath.key(key), `${profile} is not an allowed seccomp profile. Valid values are ${seccomp.allowed.join(',')}`));
+    }
+  };
+  if (!errs && seccomp.dflt !== undefined && ann[SECCOMP_POD] === undefined && objOf(ps['securityContext'])['seccompProfile'] === undefined) ann[SECCOMP_POD] = seccomp.dflt;
+  checkSeccomp(SECCOMP_POD, seccompOf(ann[SECCOMP_POD], objOf(ps['securityContext'])['seccompProfile']));
+  for (const c of [...listOf(ps['initContainers']), ...listOf(ps['containers'])]) {
+    const name = String(c['name'] ?? '');
+    checkSeccomp(SECCOMP_CONTAINER + name, seccompOf(ann[SECCOMP_CONTAINER + name], objOf(c['securityContext'])['seccompProfile']));
+    const key = APPARMOR_CONTAINER + name;
+    if (!errs && apparmor.dflt !== undefined && ann[key] === undefined) ann[key] = apparmor.dflt;
+    if (errs && apparmor.allowed.length > 0 && ann[key] !== undefined && !apparmor.allowed.includes(ann[key])) {
+      errs.push(forbiddenErr(annPath.key(key), `${ann[key]} is not an allowed profile. Allowed values: ${apparmor.allowed.map((x) => JSON.stringify(x)).join(',')}`));
+    }
+  }
+  if (Object.keys(ann).length === 0) delete meta['annotations'];
 }
 
 /** Defaults the pod (a copy) by the policy: pod level, then every container. */
@@ -280,12 +336,15 @@ export function podSecurityPolicy(deps: PodSecurityPolicyDeps): Admission {
         const spec = objOf(policy['spec']);
         const copy = structuredClone(pod);
         applyDefaults(copy, spec);
-        const errs = validate(copy, spec);
+        profileDefaultsAndErrors(copy, policy);
+        const errs: FieldError[] = [];
+        profileDefaultsAndErrors(copy, policy, errs);
+        errs.push(...validate(copy, spec));
         if (errs.length > 0) {
           errors.push(...errs);
           continue;
         }
-        const changed = !isDeepStrictEqual(copy['spec'], pod['spec']);
+        const changed = !isDeepStrictEqual(copy['spec'], pod['spec']) || !isDeepStrictEqual(copy.metadata?.annotations ?? {}, pod.metadata?.annotations ?? {});
         if (!changed) {
           mutated = { pod: copy, name };
           break;
@@ -298,7 +357,7 @@ export function podSecurityPolicy(deps: PodSecurityPolicyDeps): Admission {
       }
       pod['spec'] = mutated.pod['spec'];
       const meta = (pod.metadata ??= {});
-      meta.annotations = { ...(meta.annotations ?? {}), [PSP_ANNOTATION]: mutated.name };
+      meta.annotations = { ...(mutated.pod.metadata?.annotations ?? {}), [PSP_ANNOTATION]: mutated.name };
       a.annotate(AUDIT_KEY, mutated.name);
     },
   };
