@@ -303,7 +303,26 @@ export function bindFlowControlMetrics(metrics: ServerMetrics, flowControl: Flow
   perLevel('apiserver_flowcontrol_request_concurrency_limit', 'Shared concurrency limit in the API Priority and Fairness subsystem', (l) => l.queueSet?.limit);
   perLevel('apiserver_flowcontrol_current_inqueue_requests', 'Number of requests currently pending in queues of the API Priority and Fairness subsystem', (l) => l.queueSet?.waiting);
   perLevel('apiserver_flowcontrol_current_executing_requests', 'Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem', (l) => l.queueSet?.executing);
+  metrics.gauge({
+    name: 'apiserver_flowcontrol_request_concurrency_in_use',
+    help: 'Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem',
+    labelNames: ['priority_level', 'flow_schema'],
+    collect() {
+      this.reset();
+      for (const [key, seats] of flowControl.seatsInUse) {
+        const [priority_level = '', flow_schema = ''] = key.split('\0');
+        this.set({ priority_level, flow_schema }, seats);
+      }
+    },
+  });
+  const estimated = metrics.histogram({
+    name: 'apiserver_flowcontrol_work_estimated_seats',
+    help: 'Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness',
+    labelNames: ['priority_level', 'flow_schema'],
+    buckets: [1, 2, 4, 10],
+  });
   flowControl.metrics = {
+    estimatedSeats: (fs, pl, seats) => estimated.observe({ priority_level: pl, flow_schema: fs }, seats),
     dispatchedCounter: (fs, pl) => {
       const child = dispatched.labels(fs, pl);
       return () => child.inc();

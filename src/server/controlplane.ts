@@ -277,6 +277,8 @@ export async function createControlPlane(
     return routed ? decl.kind : undefined;
   };
   registerStorageMetrics(server.metrics, storage, storageConfigFrom(options));
+  // Priority and fairness estimates a list's width from the same object counts.
+  if (server.flowControl) server.flowControl.objectCount = (gr) => storage.metrics.objectCounts.get(gr);
   // Labelled as Kubernetes labels it, by the cached object type ('*core.PersistentVolumeClaim').
   const cachedTypes = () => new Map([...registry.watchCaches.values()].map((c) => [c.objectType, c.capacity]));
   server.metrics.gaugeFromMap({ name: 'watch_cache_capacity', help: 'Total capacity of watch cache broken by resource type.' }, 'resource', cachedTypes);

@@ -119,6 +119,7 @@ class StorageImpl implements Storage {
   readonly metrics: StorageMetrics = { objectCounts: new Map(), dbSizeBytes: new Map() };
   private readonly counted = new Map<string, { kv: KV; keyPrefix: string }>();
   private readonly timers: NodeJS.Timeout[] = [];
+  private firstCountScheduled = false;
   /** Per store: the revision seen at the previous compaction tick, compacted to at the next. */
   private readonly lastSeen = new Map<KV, { revision: number; keyRevision: number }>();
   private closed = false;
@@ -150,19 +151,33 @@ class StorageImpl implements Storage {
 
   trackCount(group: string, resource: string, keyPrefix: string): void {
     this.counted.set(resourceKey(group, resource), { kv: this.kvFor(group, resource), keyPrefix });
+    // The first counts right after the resources are tracked, as Kubernetes polls at once (wait.Forever):
+    // priority and fairness sizes lists by them.
+    if (!this.firstCountScheduled) {
+      this.firstCountScheduled = true;
+      this.every(this.cfg.countMetricPollPeriodMs, () => this.pollCounts(), true);
+    }
   }
 
   private stores(): [string, KV][] {
     return [['default', this.main], ...this.byResource.entries()];
   }
 
-  private every(ms: number, fn: () => Promise<void>): void {
+  /** Runs `fn` every `ms` (and, with `now`, once on the next turn of the event loop). */
+  private every(ms: number, fn: () => Promise<void>, now = false): void {
     if (ms <= 0) return;
-    const t = setInterval(() => {
+    const run = () => {
       fn().catch((err: unknown) => {
         if (!this.closed) (this.cfg.log ?? ((m: string) => process.stderr.write(`${m}\n`)))(`storage: periodic task failed: ${(err as Error).message}`);
       });
-    }, ms);
+    };
+    if (now) {
+      const first = setTimeout(run, 0);
+      first.unref();
+      this.timers.push(first);
+      return;
+    }
+    const t = setInterval(run, ms);
     t.unref();
     this.timers.push(t);
   }

@@ -3,7 +3,9 @@
  * kubectl, a FlowSchema that sends one user's requests to a level with one seat and a queue of one
  * (requests held by a slowly sent body queue, the next ones get 429 with the PF headers), system:masters
  * exempt, Dangling conditions, the autoupdate-spec annotation, validation, and the max-in-flight fallback
- * with --enable-priority-and-fairness=false.
+ * with --enable-priority-and-fairness=false. Work estimation: a list as wide as its resource's stored
+ * object count waits behind a narrow request at a level with two seats, and holds back the narrow
+ * requests behind it; the width estimator and seat accounting (with additional latency) as units.
  */
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
@@ -17,10 +19,12 @@ import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { eventually } from '../helpers/eventually.js';
 import { ensureApfBootstrap } from '../../src/server/apf-bootstrap.js';
-import { dealHand } from '../../src/filters/apf/index.js';
+import { dealHand, estimateWork, QueueSet } from '../../src/filters/apf/index.js';
+import { requestInfo } from '../../src/endpoints/requestinfo.js';
 
 const GROUP = '/apis/flowcontrol.apiserver.k8s.io/v1beta2';
 const SLOW_TOKEN = 'slow-user-token';
+const WIDE_TOKEN = 'wide-user-token';
 
 interface Reply {
   status: number;
@@ -65,7 +69,7 @@ function get(c: TestCluster, token: string, path: string): Promise<Reply> {
 async function tokenFile(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'orch-apf-'));
   const file = join(dir, 'tokens.csv');
-  await writeFile(file, `e2e-admin-token,admin,admin,"system:masters"\n${SLOW_TOKEN},slowuser,slowuser,"developers"\n`);
+  await writeFile(file, `e2e-admin-token,admin,admin,"system:masters"\n${SLOW_TOKEN},slowuser,slowuser,"developers"\n${WIDE_TOKEN},wideuser,wideuser,"developers"\n`);
   return file;
 }
 
@@ -76,7 +80,12 @@ void describe('API Priority and Fairness', () => {
 
   before(async () => {
     // SCL = 2: every Limited level gets ceil(2 * ACS / ΣACS) = 1 seat.
-    c = await startCluster([`--token-auth-file=${await tokenFile()}`, '--max-requests-inflight=1', '--max-mutating-requests-inflight=1']);
+    c = await startCluster([
+      `--token-auth-file=${await tokenFile()}`,
+      '--max-requests-inflight=1',
+      '--max-mutating-requests-inflight=1',
+      '--kvstore-count-metric-poll-period=1s',
+    ]);
   });
   after(async () => {
     await c?.stop();
@@ -166,6 +175,108 @@ void describe('API Priority and Fairness', () => {
     assert.match(metrics.text, /apiserver_flowcontrol_rejected_requests_total\{flow_schema="slow-user",priority_level="one-seat",reason="queue-full"\} 1/);
     assert.match(metrics.text, /apiserver_flowcontrol_request_concurrency_limit\{priority_level="one-seat"\} 1/);
     assert.match(metrics.text, /apiserver_flowcontrol_dispatched_requests_total\{flow_schema="slow-user",priority_level="one-seat"\} [3-9]/);
+  });
+
+  void it('makes a list as wide as its object count: it waits for two free seats and holds back narrower requests', async () => {
+    // SCL 2: ceil(2 × 100000 / (ΣACS of the others + 100000)) = 2 seats here, 1 for every other level.
+    const pl = await c.request('POST', `${GROUP}/prioritylevelconfigurations`, {
+      body: { metadata: { name: 'two-seats' }, spec: { type: 'Limited', limited: { assuredConcurrencyShares: 100000, limitResponse: { type: 'Queue', queuing: { queues: 1, handSize: 1, queueLengthLimit: 10 } } } } },
+    });
+    assert.equal(pl.status, 201, pl.text);
+    const fs = await c.request('POST', `${GROUP}/flowschemas`, {
+      body: {
+        metadata: { name: 'wide-user' },
+        spec: {
+          priorityLevelConfiguration: { name: 'two-seats' },
+          matchingPrecedence: 100,
+          rules: [{ subjects: [{ kind: 'User', user: { name: 'wideuser' } }], resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }] }],
+        },
+      },
+    });
+    assert.equal(fs.status, 201, fs.text);
+    const level = () => c.cp.server.flowControl!.priorityLevels().find((l) => l.name === 'two-seats')?.queueSet;
+    await eventually('the level has two seats', () => level()?.limit === 2);
+    await c.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'wide' } } });
+    for (let i = 0; i < 60; i++) {
+      const r = await c.request('POST', '/api/v1/namespaces/wide/configmaps', { body: { metadata: { name: `cm-${i}` } } });
+      assert.equal(r.status, 201, r.text);
+    }
+    await eventually('the configmaps are counted', () => (c.cp.server.flowControl!.objectCount('configmaps') ?? 0) >= 60);
+    await eventually('the new FlowSchema classifies wideuser', async () => (await get(c, WIDE_TOKEN, '/api/v1/namespaces/wide/configmaps/cm-0')).headers['x-kubernetes-pf-flowschema-uid'] === fs.json.metadata.uid);
+
+    // A narrow list (limit=1: 2 objects) fits next to a held request; a full list from storage (2 × ≥60 objects: 2 seats) does not.
+    const held = heldPost(c, WIDE_TOKEN, 'held-wide');
+    await eventually('the held request takes one seat', () => level()!.seatsInUse === 1);
+    assert.equal((await get(c, WIDE_TOKEN, '/api/v1/namespaces/wide/configmaps?limit=1')).status, 200);
+    const metrics = await c.request('GET', '/metrics');
+    assert.match(metrics.text, /apiserver_flowcontrol_request_concurrency_in_use\{priority_level="two-seats",flow_schema="wide-user"\} 1\n/);
+    const wide = get(c, WIDE_TOKEN, '/api/v1/namespaces/wide/configmaps');
+    await eventually('the wide list waits', () => level()!.waiting === 1);
+    const narrow = get(c, WIDE_TOKEN, '/api/v1/namespaces/wide/configmaps/cm-1');
+    await eventually('the narrow get queues behind it', () => level()!.waiting === 2);
+    assert.equal(level()!.seatsInUse, 1);
+    held.finish();
+    assert.equal((await held.reply).status, 201);
+    const [w, n] = await Promise.all([wide, narrow]);
+    assert.equal(w.status, 200);
+    assert.ok((JSON.parse(w.text) as { items: unknown[] }).items.length >= 60);
+    assert.equal(n.status, 200);
+    const after = (await c.request('GET', '/metrics')).text;
+    assert.match(after, /apiserver_flowcontrol_work_estimated_seats_bucket\{le="1",priority_level="two-seats",flow_schema="wide-user"\} [3-9]/);
+    assert.match(after, /apiserver_flowcontrol_work_estimated_seats_bucket\{le="2",priority_level="two-seats",flow_schema="wide-user"\} [4-9]/);
+    assert.equal(level()!.seatsInUse, 0);
+  });
+
+  void it('estimates work as Kubernetes: lists by object count and where they are served, mutations by watches', () => {
+    const info = (method: string, path: string, q = '') => [requestInfo(method, path, new URLSearchParams(q)), new URLSearchParams(q)] as const;
+    const deps = (objects: number | undefined, watches = 0) => ({ objectCount: () => objects, watchCount: () => watches });
+    const seats = (method: string, path: string, q: string, objects: number | undefined, watches = 0) => estimateWork(...info(method, path, q), deps(objects, watches));
+    const pods = '/api/v1/namespaces/a/pods';
+    assert.equal(seats('GET', pods, '', 450, 0).initialSeats, 9); // from storage: 2 × 450 / 100
+    assert.equal(seats('GET', pods, 'limit=100', 450).initialSeats, 2); // 2 × limit
+    assert.equal(seats('GET', pods, 'labelSelector=a%3Db&limit=100', 450).initialSeats, 6); // count + limit
+    assert.equal(seats('GET', pods, 'resourceVersion=0&limit=100', 450).initialSeats, 5); // watch cache: the count
+    assert.equal(seats('GET', pods, 'resourceVersion=5&limit=100', 450).initialSeats, 2); // a limit goes to storage
+    assert.equal(seats('GET', pods, 'resourceVersion=5&resourceVersionMatch=Exact', 450).initialSeats, 9);
+    assert.equal(seats('GET', pods, '', 100_000).initialSeats, 10); // at most 10
+    assert.equal(seats('GET', pods, '', 0).initialSeats, 1); // at least 1
+    assert.equal(seats('GET', pods, '', undefined).initialSeats, 1); // not counted here
+    assert.equal(seats('GET', `${pods}/x`, '', 100_000).initialSeats, 1); // get
+    assert.deepEqual(seats('POST', pods, '', 0, 9), { initialSeats: 1, finalSeats: 0, additionalLatencyMs: 0 });
+    assert.deepEqual(seats('PUT', `${pods}/x`, '', 0, 25), { initialSeats: 1, finalSeats: 3, additionalLatencyMs: 5 });
+    assert.equal(seats('DELETE', `${pods}/x`, '', 0, 1000).finalSeats, 10);
+  });
+
+  void it('holds a wide request\'s seats, and a finished one\'s during its additional latency', async () => {
+    const qs = new QueueSet(3, { queues: 1, handSize: 1, queueLengthLimit: 10 }, 10_000);
+    const a = qs.acquire(() => 1, undefined, 2);
+    assert.ok(typeof a === 'object' && !(a instanceof Promise));
+    assert.equal(qs.seatsInUse, 2);
+    const b = qs.acquire(() => 1, undefined, 2); // does not fit: queued
+    assert.ok(b instanceof Promise);
+    const c1 = qs.acquire(() => 1, undefined, 1); // would fit, but waits behind b
+    assert.ok(c1 instanceof Promise);
+    a.release(30);
+    assert.equal(qs.executing, 0);
+    assert.equal(qs.seatsInUse, 2);
+    assert.equal(qs.waiting, 2);
+    // Once a's seats come back, b (2 seats) and then c (1 seat) start together.
+    const gotB = await b;
+    assert.ok(typeof gotB === 'object');
+    const gotC = await c1;
+    assert.ok(typeof gotC === 'object');
+    assert.equal(qs.seatsInUse, 3);
+    assert.equal(qs.executing, 2);
+    // Wider than the whole limit: runs alone once every seat is free.
+    const huge = qs.acquire(() => 1, undefined, 10);
+    assert.ok(huge instanceof Promise);
+    gotB.release();
+    gotC.release();
+    const gotHuge = await huge;
+    assert.ok(typeof gotHuge === 'object');
+    assert.equal(qs.seatsInUse, 10);
+    gotHuge.release();
+    assert.equal(qs.seatsInUse, 0);
   });
 
   void it('marks a FlowSchema whose priority level is missing as Dangling', async () => {

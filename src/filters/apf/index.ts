@@ -9,7 +9,10 @@
  *   - the filter classifies each request by the first matching FlowSchema whose priority level exists,
  *     sets X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID, runs exempt requests at
  *     once and others when their level gives them a seat; rejected ones get 429, 'Retry-After: 1' and
- *     Go's plain-text body. Long-running requests (watches, exec, ...) are not limited.
+ *     Go's plain-text body. Long-running requests (watches, exec, ...) are not limited (watches are counted
+ *     per resource, for the mutating work estimate).
+ *   - each limited request is as wide as its work estimate (./width.ts): lists by the stored object count of
+ *     their resource, mutations by the watches to notify.
  */
 import { getUser, type ApiRequest, type Handler } from '../authn.js';
 import { writeHttpError } from '../httperror.js';
@@ -17,9 +20,11 @@ import { TOO_MANY_REQUESTS_MESSAGE } from '../maxinflight.js';
 import { getRequestInfo, type LongRunningCheck, type RequestInfo } from '../requestinfo.js';
 import { compileFlowSchemaRules, type RequestMatcher, type RequestUser } from './matching.js';
 import { QueueSet, type RejectReason, type QueuingConfig } from './queueset.js';
+import { estimateWork, groupResourceOf, maxSeats } from './width.js';
 
 export { dealHand, QueueSet } from './queueset.js';
 export type { RejectReason, Seat } from './queueset.js';
+export { estimateWork, type WorkEstimate } from './width.js';
 
 export const FLOW_SCHEMA_UID_HEADER = 'X-Kubernetes-PF-FlowSchema-UID';
 export const PRIORITY_LEVEL_UID_HEADER = 'X-Kubernetes-PF-PriorityLevel-UID';
@@ -58,6 +63,8 @@ export interface FlowControlMetrics {
   /** The incrementer of dispatched requests for a schema and level (asked once per schema). */
   dispatchedCounter(flowSchema: string, priorityLevel: string): () => void;
   rejected(flowSchema: string, priorityLevel: string, reason: RejectReason): void;
+  /** A limited request's estimated width (apiserver_flowcontrol_work_estimated_seats). */
+  estimatedSeats?(flowSchema: string, priorityLevel: string, seats: number): void;
 }
 
 /** The mandatory objects of 1.23's bootstrap configuration, used while the stored ones are missing. */
@@ -126,6 +133,12 @@ export class FlowControl {
 
   /** Where dispatches and rejections are counted; set once the server's metrics exist. */
   metrics: FlowControlMetrics | undefined;
+  /** The stored object count of a resource ('pods', 'leases.coordination.k8s.io'); set once the storage exists. */
+  objectCount: (groupResource: string) => number | undefined = () => undefined;
+  /** Open watches per resource, counted by the filter. */
+  readonly watches = new Map<string, number>();
+  /** Seats in use per priority level and FlowSchema ('level\0schema'), for apiserver_flowcontrol_request_concurrency_in_use. */
+  readonly seatsInUse = new Map<string, number>();
 
   constructor(readonly config: FlowControlConfig) {
     this.metrics = config.metrics;
@@ -219,9 +232,26 @@ function distinguish(fs: FlowSchema, user: RequestUser, info: RequestInfo): stri
 /** The priority-and-fairness filter; replaces the max-in-flight filter where the chain has it. */
 export function withPriorityAndFairness(next: Handler, deps: PriorityAndFairnessDeps): Handler {
   const fc = deps.flowControl;
+  const estimatorDeps = { objectCount: (gr: string) => fc.objectCount(gr), watchCount: (gr: string) => fc.watches.get(gr) ?? 0 };
+  const countSeats = (key: string, delta: number) => {
+    const n = (fc.seatsInUse.get(key) ?? 0) + delta;
+    if (n === 0) fc.seatsInUse.delete(key);
+    else fc.seatsInUse.set(key, n);
+  };
   return async (req, res) => {
     const info = getRequestInfo(req);
-    if (deps.longRunning(req, info)) return next(req, res);
+    if (deps.longRunning(req, info)) {
+      if (info.verb === 'watch' && info.isResourceRequest) {
+        const gr = groupResourceOf(info);
+        fc.watches.set(gr, (fc.watches.get(gr) ?? 0) + 1);
+        res.once('close', () => {
+          const n = (fc.watches.get(gr) ?? 1) - 1;
+          if (n === 0) fc.watches.delete(gr);
+          else fc.watches.set(gr, n);
+        });
+      }
+      return next(req, res);
+    }
     const user = getUser(req) ?? ANONYMOUS;
     const fs = fc.classify(user, info);
     if (!fs) return next(req, res);
@@ -233,9 +263,15 @@ export function withPriorityAndFairness(next: Handler, deps: PriorityAndFairness
       if (metrics) (fs.dispatched ??= metrics.dispatchedCounter(fs.name, fs.level.name))();
       return next(req, res);
     }
+    const url = req.url ?? '';
+    const q = info.verb === 'list' ? url.indexOf('?') : -1;
+    const work = estimateWork(info, new URLSearchParams(q < 0 ? '' : url.slice(q + 1)), estimatorDeps);
+    const seats = maxSeats(work);
+    metrics?.estimatedSeats?.(fs.name, fs.level.name, seats);
     let got = qs.acquire(
       () => flowHash(fs.name, distinguish(fs, user, info)),
       (cancel) => res.once('close', cancel),
+      seats,
     );
     if (got instanceof Promise) got = await got;
     if (typeof got === 'string') {
@@ -246,10 +282,14 @@ export function withPriorityAndFairness(next: Handler, deps: PriorityAndFairness
       return writeHttpError(res, 429, TOO_MANY_REQUESTS_MESSAGE);
     }
     if (metrics) (fs.dispatched ??= metrics.dispatchedCounter(fs.name, fs.level.name))();
+    const key = `${fs.level.name}\0${fs.name}`;
+    countSeats(key, seats);
     try {
       await next(req, res);
     } finally {
-      got.release();
+      got.release(work.additionalLatencyMs);
+      if (work.additionalLatencyMs > 0) setTimeout(() => countSeats(key, -seats), work.additionalLatencyMs).unref();
+      else countSeats(key, -seats);
     }
   };
 }

@@ -5,8 +5,13 @@
  * chosen by shuffle sharding its flow's hash into a hand of `handSize` queues and taking the shortest (by
  * waiting plus executing requests). A full queue (queueLengthLimit) rejects; a request waiting longer than
  * the wait limit is rejected. Free seats go to the non-empty queue with the smallest virtual start time,
- * which advances by one per dispatched request: equal-cost fair queuing (Kubernetes also measures
- * execution times and request widths; every request counts as one seat of unit cost here).
+ * which advances by the seats of each dispatched request (Kubernetes also measures execution times; every
+ * request counts as unit time here).
+ *
+ * Requests are as wide as their work estimate: a request needs max(initial, final) seats free to start
+ * (one wider than the whole limit starts only when no seat is in use, as 1.23's canAccommodateSeats), and
+ * the head of the fairest queue that does not fit stops dispatching, so a wide list holds back the narrow
+ * requests behind it. Its seats are given back when it finishes, or after its additional latency.
  */
 
 export interface QueuingConfig {
@@ -19,6 +24,7 @@ export type RejectReason = 'concurrency-limit' | 'queue-full' | 'time-out' | 'ca
 
 interface Waiter {
   queue: Queue;
+  seats: number;
   settle(granted: boolean, reason?: RejectReason): void;
 }
 
@@ -48,9 +54,10 @@ class Queue {
   }
 }
 
-/** What a granted request holds: give it back exactly once with release(). */
+/** What a granted request holds: give it back exactly once with release() (its seats after `afterMs`). */
 export interface Seat {
-  release(): void;
+  readonly seats: number;
+  release(afterMs?: number): void;
 }
 
 /**
@@ -77,8 +84,12 @@ export function dealHand(hash: number, deck: number, handSize: number): number[]
 }
 
 export class QueueSet {
+  /** Requests executing. */
   executing = 0;
+  /** Seats held: by executing requests, and by finished ones during their additional latency. */
+  seatsInUse = 0;
   waiting = 0;
+  private readonly timers = new Set<NodeJS.Timeout>();
   private queues: Queue[] = [];
   private queuing: QueuingConfig | undefined;
   private virtualTime = 0;
@@ -118,11 +129,8 @@ export class QueueSet {
    * rejection. `flowHash` is asked only when the request has to queue; so is `whenQueued`, given the
    * function that withdraws the waiting request (for a client that goes away).
    */
-  acquire(flowHash: () => number, whenQueued?: (cancel: () => void) => void): Seat | Promise<Seat | RejectReason> | RejectReason {
-    if (this.executing < this.limit && this.waiting === 0) {
-      this.executing++;
-      return this.seat(undefined);
-    }
+  acquire(flowHash: () => number, whenQueued?: (cancel: () => void) => void, seats = 1): Seat | Promise<Seat | RejectReason> | RejectReason {
+    if (this.waiting === 0 && this.fits(seats)) return this.seat(undefined, seats);
     const cfg = this.queuing;
     if (!cfg) return 'concurrency-limit';
     const queue = this.chooseQueue(flowHash(), cfg);
@@ -130,9 +138,10 @@ export class QueueSet {
     return new Promise((resolve) => {
       const waiter: Waiter = {
         queue,
+        seats,
         settle: (granted, reason) => {
           clearTimeout(timer);
-          resolve(granted ? this.seat(waiter.queue) : (reason ?? 'time-out'));
+          resolve(granted ? this.seat(waiter.queue, seats) : (reason ?? 'time-out'));
         },
       };
       if (queue.length === 0) queue.virtualStart = Math.max(queue.virtualStart, this.virtualTime);
@@ -153,16 +162,35 @@ export class QueueSet {
     return true;
   }
 
-  private seat(queue: Queue | undefined): Seat {
+  /** Whether `seats` more can start now (a request wider than the limit: only when no seat is in use). */
+  private fits(seats: number): boolean {
+    return seats > this.limit ? this.seatsInUse === 0 : this.seatsInUse + seats <= this.limit;
+  }
+
+  /** Takes the seats of a starting request. */
+  private seat(queue: Queue | undefined, seats: number): Seat {
     let held = true;
+    this.executing++;
+    this.seatsInUse += seats;
     if (queue) queue.executing++;
+    const giveBack = () => {
+      this.seatsInUse -= seats;
+      this.dispatch();
+    };
     return {
-      release: () => {
+      seats,
+      release: (afterMs = 0) => {
         if (!held) return;
         held = false;
         this.executing--;
         if (queue) queue.executing--;
-        this.dispatch();
+        if (afterMs <= 0) return giveBack();
+        const t = setTimeout(() => {
+          this.timers.delete(t);
+          giveBack();
+        }, afterMs);
+        t.unref();
+        this.timers.add(t);
       },
     };
   }
@@ -179,7 +207,7 @@ export class QueueSet {
 
   /** Starts waiting requests while seats are free, fairest queue first. */
   private dispatch(): void {
-    while (this.executing < this.limit && this.waiting > 0) {
+    while (this.waiting > 0) {
       let best: Queue | undefined;
       const n = this.queues.length;
       for (let k = 0; k < n; k++) {
@@ -187,12 +215,13 @@ export class QueueSet {
         if (q.length > 0 && (!best || q.virtualStart < best.virtualStart)) best = q;
       }
       if (!best) return;
+      const head = best.waiting[best.head]!;
+      if (!this.fits(head.seats)) return;
       this.robin = (this.queues.indexOf(best) + 1) % n;
       const w = best.shift()!;
       this.waiting--;
       this.virtualTime = Math.max(this.virtualTime, best.virtualStart);
-      best.virtualStart += 1;
-      this.executing++;
+      best.virtualStart += w.seats;
       w.settle(true);
     }
   }
