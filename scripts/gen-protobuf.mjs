@@ -57,6 +57,19 @@ const ADDED_AFTER_1_20 = {
   'k8s.io.api.core.v1.PodAffinityTerm': [['namespaceSelector', 4, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector', 'optional', 'pointer']],
   'k8s.io.api.certificates.v1.CertificateSigningRequestSpec': [['expirationSeconds', 8, 'int32', 'optional', 'pointer']],
   'k8s.io.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry': [['subresource', 8, 'string', 'optional', 'omitempty']],
+  // 1.21 replaced IngressClassSpec.parameters' TypedLocalObjectReference by this (same first numbers).
+  'k8s.io.api.networking.v1.IngressClassParametersReference': [
+    ['apiGroup', 1, 'string', 'optional', 'pointer'],
+    ['kind', 2, 'string', 'optional', 'always'],
+    ['name', 3, 'string', 'optional', 'always'],
+    ['scope', 4, 'string', 'optional', 'pointer'],
+    ['namespace', 5, 'string', 'optional', 'pointer'],
+  ],
+};
+
+/** Fields whose message type changed between 1.20 and 1.23 (same number), per message: field → 1.23 type. */
+const RETYPED_AFTER_1_20 = {
+  'k8s.io.api.networking.v1.IngressClassSpec': { parameters: 'k8s.io.api.networking.v1.IngressClassParametersReference' },
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -181,7 +194,8 @@ function lookupMessage(full) {
     }
   }
   if (!msg && !Array.isArray(added)) return undefined;
-  const fields = (msg?.fields ?? []).map((f) => {
+  const retyped = RETYPED_AFTER_1_20[full] ?? {};
+  const fields = (msg?.fields ?? []).map((f) => (retyped[f.name] ? { ...f, type: retyped[f.name] } : f)).map((f) => {
     const go = goFields?.get(f.name);
     return { ...f, json: go?.jsonName || f.name, presence: go?.presence ?? (f.label === 'optional' && protos.has(f.type) ? 'omitempty' : 'pointer'), inline: go?.inline ?? false, order: go?.order ?? 1000 + f.no };
   });
