@@ -190,6 +190,12 @@ export interface ManagerOptions {
   signerName: string;
   usages: string[];
   onRotate(p: CertPair): void;
+  /**
+   * Called when renewing keeps failing this long after the certificate expired (kubelet's exitAfter: with a
+   * bootstrap file, kubelet exits after 5 minutes without a valid client certificate, so that a restart
+   * bootstraps again).
+   */
+  onExpired?: { afterMs: number; call(): void };
   log: (level: 'info' | 'error', message: string) => void;
 }
 
@@ -203,8 +209,9 @@ export class CertificateManager {
   constructor(private readonly o: ManagerOptions) {}
 
   async start(): Promise<void> {
+    // An expired pair stays current (renewed at once: its deadline is past) until a new one comes.
     const p = await this.o.store.current();
-    if (p && pairValid(p)) this.current = p;
+    if (p && leafOf(p.cert)) this.current = p;
     this.schedule();
   }
 
@@ -244,6 +251,12 @@ export class CertificateManager {
       if (this.stopped) return;
       this.failures++;
       this.o.log('error', `${this.o.name}: certificate rotation failed: ${err instanceof Error ? err.message : String(err)}`);
+      const leaf = this.current ? leafOf(this.current.cert) : undefined;
+      const expired = leaf ? Date.parse(leaf.validTo) : undefined;
+      if (this.o.onExpired && expired !== undefined && Date.now() - expired > this.o.onExpired.afterMs) {
+        this.o.log('error', `${this.o.name}: no valid certificate for ${Math.round((Date.now() - expired) / 1000)}s`);
+        this.o.onExpired.call();
+      }
     }
     this.schedule();
   }

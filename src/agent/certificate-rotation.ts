@@ -20,6 +20,8 @@ export interface CertificateRotationConfig {
   rotateClient: boolean;
   /** --rotate-server-certificates (with the RotateKubeletServerCertificate gate). */
   rotateServer: boolean;
+  /** With --bootstrap-orchconfig: what to do 5 minutes after the client certificate expired unrenewed (orchlet exits, to bootstrap again). */
+  onClientExpired?: () => void;
 }
 
 export interface RotationHost {
@@ -61,6 +63,7 @@ export async function startCertificateRotation(cfg: CertificateRotationConfig, h
         signerName: SIGNER_CLIENT_KUBELET,
         usages: CLIENT_USAGES,
         onRotate: (p) => host.client().setClientCertificate(p.cert, p.key),
+        ...(cfg.onClientExpired ? { onExpired: { afterMs: 5 * 60_000, call: cfg.onClientExpired } } : {}),
         log: host.log,
       });
       await out.client.start();

@@ -185,6 +185,13 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     }
     if (options.rotateCertificates || options.rotateServerCertificates) {
       config.certificates = { certDir: options.certDir, rotateClient: options.rotateCertificates, rotateServer: options.rotateServerCertificates };
+      if (options.bootstrapOrchconfig !== undefined && options.bootstrapOrchconfig !== '') {
+        // kubelet's exitAfter: exit so that the next start bootstraps a new client certificate.
+        config.certificates.onClientExpired = () => {
+          log('error', 'the client certificate expired 5 minutes ago and could not be renewed: exiting to bootstrap again');
+          process.exit(1);
+        };
+      }
     }
     config.api = {
       client: await loadKubeconfig(options.orchconfig),

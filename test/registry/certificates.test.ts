@@ -10,7 +10,11 @@ import { kubeletClientProblem, kubeletServingProblem, signRequest } from '../../
 import { makeCA } from '../../src/server/certs.js';
 import { csrCleanupReason } from '../../src/server/controllers/csr-cleaner.js';
 import { makeKeyAndCSR } from '../../src/agent/certificate-request.js';
-import { digestedName, rotationDeadline } from '../../src/agent/certificate-manager.js';
+import { CertificateManager, CertificateStore, digestedName, rotationDeadline } from '../../src/agent/certificate-manager.js';
+import type { ApiClient } from '../../src/agent/client/client.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { nodeSubresource } from '../../src/agent/server/auth.js';
 
 /** An RSA request made with @peculiar/x509 (kubeadm and Go clients often send RSA). */
@@ -116,6 +120,40 @@ void describe('agent certificate helpers', () => {
     const from = Date.parse(cert.validFrom);
     assert.equal(rotationDeadline(cert, 0) - from, 70_000);
     assert.equal(rotationDeadline(cert, 1) - from, 84_000);
+  });
+
+  void it('renews an expired certificate at once and, when that keeps failing, calls onExpired', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'certmgr-'));
+    try {
+      const ca = await makeCA('mgr-ca');
+      const { keyPem, csrPem } = await makeKeyAndCSR({ commonName: 'system:node:n1', organizations: ['system:nodes'] });
+      const cert = await signRequest(ca, parseCSR(csrPem), ['client auth'], 600, Date.now() - 3600_000);
+      const store = new CertificateStore(dir, 'orchlet-client');
+      await store.update({ cert, key: keyPem });
+      let asked = 0;
+      const client = { create: () => (asked++, Promise.reject(new Error('connection refused'))) } as unknown as ApiClient;
+      const expired = new Promise<void>((resolve) => {
+        const m = new CertificateManager({
+          name: 'client certificate',
+          store,
+          client: () => client,
+          subject: () => ({ commonName: 'system:node:n1', organizations: ['system:nodes'] }),
+          signerName: 'kubernetes.io/kube-apiserver-client-kubelet',
+          usages: ['client auth'],
+          onRotate: () => assert.fail('nothing was issued'),
+          onExpired: { afterMs: 60_000, call: () => (m.stop(), resolve()) },
+          log: () => {},
+        });
+        void m.start();
+      });
+      // The manager's timers do not keep the process alive (the agent does): this one does, meanwhile.
+      const keepAlive = setTimeout(() => {}, 30_000);
+      await expired;
+      clearTimeout(keepAlive);
+      assert.equal(asked, 1);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   void it('names bootstrap requests after key, subject and usages (node-csr-...)', () => {
