@@ -125,6 +125,12 @@ void describe('CertificateSigningRequest API (kubectl)', () => {
     assert.ok(cond['lastUpdateTime'] && cond['lastTransitionTime']);
     r = await c.kubectl(['get', 'csr', 'alice', '--no-headers']);
     assert.match(r.stdout, /Approved,Issued\s*$/);
+    r = await c.kubectl(['describe', 'csr', 'alice']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Requesting User:\s+admin/);
+    assert.match(r.stdout, /Signer:\s+kubernetes\.io\/kube-apiserver-client/);
+    assert.match(r.stdout, /Status:\s+Approved,Issued/);
+    assert.match(r.stdout, /Common Name:\s+alice/);
 
     const pem = Buffer.from(done['status'].certificate as string, 'base64').toString('utf8');
     const cert = new X509Certificate(pem);
