@@ -39,6 +39,7 @@ import {
 } from '../util/flags.js';
 import { tryParseQuantity } from '../util/quantity.js';
 import { isQualifiedName, isValidLabelValue } from '../util/validation.js';
+import { checkCloudOptions } from '../util/cloud.js';
 import { ConfigFileError, readConfigFile } from './config-file.js';
 
 export const AGENT_PROGRAM = 'orchlet';
@@ -161,7 +162,7 @@ export const AGENT_FLAGS = [
       configField: 'allowedUnsafeSysctls',
     }),
     flag('alsologtostderr', 'bool', 'false', 'Log to standard error as well as files (deprecated).'),
-    flag('azure-container-registry-config', 'string', undefined, 'Path of a container registry configuration file.'),
+    flag('azure-container-registry-config', 'string', undefined, 'Path of a container registry configuration file.', { status: S }),
     flag(
       'bootstrap-orchconfig',
       'string',
@@ -172,8 +173,10 @@ export const AGENT_FLAGS = [
     flag('cgroup-driver', 'enum', 'cgroupfs', 'cgroupfs or systemd.', { values: ['cgroupfs', 'systemd'], configField: 'cgroupDriver' }),
     flag('cgroup-root', 'string', '', 'Optional root cgroup for pods; empty means runtime default.', { status: S, configField: 'cgroupRoot' }),
     flag('cgroups-per-qos', 'bool', 'true', 'Create the QoS cgroup hierarchy.', { status: S, configField: 'cgroupsPerQOS' }),
-    flag('cloud-config', 'string', undefined, 'Cloud provider configuration file (deprecated, removal in 1.23).'),
-    flag('cloud-provider', 'string', undefined, 'Cloud provider; if set it determines the node name (deprecated, removal in 1.23).'),
+    flag('cloud-config', 'string', undefined, 'Cloud provider configuration file (deprecated, removal in 1.23).', { status: S }),
+    flag('cloud-provider', 'string', undefined, 'Cloud provider; if set it determines the node name (deprecated, removal in 1.23).', {
+      status: S,
+    }),
     flag(
       'cluster-dns',
       'strings',
@@ -878,6 +881,7 @@ export function parseAgentOptions(argv: readonly string[]): AgentOptions {
   };
   if (early) return opts;
   refuseLaterOptions(AGENT_FLAGS, parsed);
+  checkCloudOptions(opts);
   return opts;
 }
 

@@ -39,6 +39,7 @@ import {
   type OptionsOf,
 } from '../util/flags.js';
 import { COMPAT_MAJOR, COMPAT_MINOR } from '../util/version.js';
+import { checkCloudOptions } from '../util/cloud.js';
 
 export const SERVER_PROGRAM = 'orch-apiserver';
 
@@ -49,7 +50,7 @@ export const SERVER_FEATURE_GATES: readonly FeatureGateSpec[] = FEATURE_GATES;
  * The admission plugins that work so far. The others of the default-enabled list are not run yet (the README
  * says so); naming one in --enable-admission-plugins is refused as not implemented.
  */
-export const IMPLEMENTED_ADMISSION_PLUGINS: readonly string[] = ['NamespaceLifecycle', 'ServiceAccount', 'StorageObjectInUseProtection', 'DefaultTolerationSeconds', 'Priority', 'LimitRanger', 'DefaultStorageClass', 'PersistentVolumeClaimResize', 'TaintNodesByCondition', 'PodSecurity', 'AlwaysAdmit', 'AlwaysDeny', 'NamespaceExists', 'NamespaceAutoProvision', 'AlwaysPullImages', 'DenyServiceExternalIPs', 'ExtendedResourceToleration', 'LimitPodHardAntiAffinityTopology', 'PodNodeSelector', 'PodTolerationRestriction', 'SecurityContextDeny', 'NodeRestriction', 'PersistentVolumeLabel', 'RuntimeClass', 'DefaultIngressClass', 'EventRateLimit', 'OwnerReferencesPermissionEnforcement', 'ImagePolicyWebhook', 'PodSecurityPolicy', 'MutatingAdmissionWebhook', 'ValidatingAdmissionWebhook', 'CertificateApproval', 'CertificateSigning', 'CertificateSubjectRestriction', 'ResourceQuota'];
+export const IMPLEMENTED_ADMISSION_PLUGINS: readonly string[] = ['NamespaceLifecycle', 'ServiceAccount', 'StorageObjectInUseProtection', 'DefaultTolerationSeconds', 'Priority', 'LimitRanger', 'DefaultStorageClass', 'PersistentVolumeClaimResize', 'TaintNodesByCondition', 'PodSecurity', 'AlwaysAdmit', 'AlwaysDeny', 'NamespaceExists', 'NamespaceAutoProvision', 'AlwaysPullImages', 'DenyServiceExternalIPs', 'ExtendedResourceToleration', 'LimitPodHardAntiAffinityTopology', 'PodNodeSelector', 'PodTolerationRestriction', 'SecurityContextDeny', 'NodeRestriction', 'PersistentVolumeLabel', 'RuntimeClass', 'DefaultIngressClass', 'EventRateLimit', 'OwnerReferencesPermissionEnforcement', 'ImagePolicyWebhook', 'PodSecurityPolicy', 'CertificateApproval', 'CertificateSigning', 'CertificateSubjectRestriction', 'MutatingAdmissionWebhook', 'ValidatingAdmissionWebhook', 'ResourceQuota'];
 
 export const DEFAULT_ADMISSION_PLUGINS: readonly string[] = [
   'NamespaceLifecycle',
@@ -272,17 +273,20 @@ export const SERVER_FLAGS = [
       'Number of servers in the cluster; positive. Used only when --endpoint-reconciler-type is master-count.',
       { status: S, validate: positive },
     ),
-    flag('azure-container-registry-config', 'string', undefined, 'Path to a container registry configuration file (cloud-specific).'),
+    flag('azure-container-registry-config', 'string', undefined, 'Path to a container registry configuration file (cloud-specific).', {
+      status: S,
+    }),
     flag('bind-address', 'ip', '0.0.0.0', 'IP on which --secure-port listens. Blank, 0.0.0.0 or :: means all interfaces.', {
       status: S,
     }),
-    flag('cloud-config', 'string', '', 'Cloud provider configuration file path; empty means no file.'),
-    flag('cloud-provider', 'string', '', 'Cloud provider; empty means none.'),
+    flag('cloud-config', 'string', '', 'Cloud provider configuration file path; empty means no file.', { status: S }),
+    flag('cloud-provider', 'string', '', 'Cloud provider; empty means none.', { status: S }),
     flag(
       'cloud-provider-gce-l7lb-src-cidrs',
       'cidrs',
       '130.211.0.0/22,35.191.0.0/16',
       'CIDRs opened in the provider firewall for L7 load-balancer proxy and health-check traffic.',
+      { status: S },
     ),
     flag('contention-profiling', 'bool', 'false', 'Lock contention profiling, when profiling is enabled.'),
     flag(
@@ -943,6 +947,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   if (early) return opts;
 
   refuseLaterOptions(SERVER_FLAGS, parsed);
+  checkCloudOptions(opts);
 
   // Checks involving several options.
   for (const p of fields.enableAdmissionPlugins) {

@@ -82,6 +82,7 @@ const CFG = [
 ];
 
 const SUPPORTED = [
+  'azure-container-registry-config', 'cloud-config', 'cloud-provider',
   'orchconfig', 'hostname-override', 'node-ip', 'config', 'root-dir', 'pod-manifest-path', 'container-runtime',
   'container-runtime-endpoint', 'v', 'help', 'version', 'feature-gates', 'port', 'address', 'read-only-port',
   'node-labels', 'register-node', 'max-pods', 'sync-frequency', 'file-check-frequency', 'http-check-frequency',
