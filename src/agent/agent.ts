@@ -227,6 +227,8 @@ export class Agent implements ServerHost {
       ...(config.allocatable ? { allocatable: config.allocatable } : {}),
       resync: (uid) => this.workers.sync(uid),
       probeTerminationGracePeriod: config.featureGates?.ProbeTerminationGracePeriod === true,
+      // the syncer keeps one dead instance per container; a policy keeping more (or all) needs it to leave them
+      leaveDeadInstancesToGC: ![0, 1].includes(config.gc?.containers?.maxPerPodContainer ?? 1),
     });
     this.workers = new PodWorkers(this.syncer, {
       onError: (pod, err) => this.log('error', `sync of pod ${podFullName(pod)} failed: ${err instanceof Error ? err.message : String(err)}`),

@@ -82,6 +82,12 @@ export interface PodSyncerOptions {
   log?: (level: 'info' | 'error', message: string) => void;
   /** --keep-terminated-pod-volumes: volumes of terminated pods stay until the pod is deleted. */
   keepTerminatedPodVolumes?: boolean;
+  /**
+   * Leave dead instances older than the previous one to the container garbage collector (whose
+   * --maximum-dead-containers-per-container keeps more than one); by default they are removed as a
+   * new instance is created.
+   */
+  leaveDeadInstancesToGC?: boolean;
 }
 
 /** Why a pod must not run (any more): admission refused it, or it was evicted. */
@@ -489,6 +495,7 @@ export class PodSyncer implements PodLifecycle {
   private async remember(st: PodState, name: string, id: string): Promise<void> {
     const ids = [id, ...(st.ids.get(name) ?? [])];
     st.ids.set(name, ids.slice(0, 2));
+    if (this.o.leaveDeadInstancesToGC === true) return;
     for (const old of ids.slice(2)) await this.o.runtime.removeContainer(old).catch(() => undefined);
   }
 

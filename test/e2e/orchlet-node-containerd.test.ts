@@ -208,4 +208,22 @@ void describe('orchlet node on containerd: host ports, images, garbage collectio
     assert.equal(web.status.containerStatuses[0].containerID, webBefore, 'the same container, never restarted');
     assert.equal(web.status.containerStatuses[0].restartCount, 0);
   });
+
+  void it('keeps --maximum-dead-containers-per-container dead instances of a restarting container', async () => {
+    await a!.agent.stop();
+    a = await criAgent({ gc: { containers: { minAgeMs: 0, maxPerPodContainer: 3, maxContainers: -1 }, containerPeriodMs: 500 } });
+    const crash = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'crash', namespace: 'default' },
+      spec: { nodeName: node, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [{ name: 'main', image: BUSYBOX_IMAGE, command: ['sh', '-c', 'exit 1'] }] },
+    };
+    assert.equal((await c.kubectl(['create', '-f', '-'], { input: JSON.stringify(crash) })).code, 0);
+    await waitPod('crash', 'restarted 4 times', (x) => (x.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 4);
+    const dead = async (): Promise<number> =>
+      (await cri.listContainers()).filter((x) => x.labels['io.kubernetes.pod.name'] === 'crash' && x.state === 'CONTAINER_EXITED').length;
+    // 5 instances or more ran; the collector (every 0.5 s here) cuts the dead ones back to 3 (the pod syncer alone keeps at most 2)
+    await waitFor('three dead instances kept', async () => ((await dead()) === 3 ? true : undefined), 15_000);
+    assert.equal((await c.kubectl(['delete', 'pod', 'crash', '--wait=false'])).code, 0);
+  });
 });
