@@ -26,6 +26,8 @@ export interface RegistryConfig {
   log?: (message: string) => void;
   /** --storage-media-type (storagecodec.ts); default application/json. */
   storageMediaType?: string;
+  /** --lease-reuse-duration-seconds (default 60). */
+  leaseReuseDurationSeconds?: number;
 }
 
 export class Registry {
@@ -58,6 +60,7 @@ export class Registry {
         ...(watchCache ? { watchCache } : {}),
         storageEncoding: storageEncoding(cfg.storageMediaType ?? 'application/json'),
         fieldManager: kindFieldManager(decl, cfg.kinds),
+        ...(cfg.leaseReuseDurationSeconds ? { leaseReuseDurationSeconds: cfg.leaseReuseDurationSeconds } : {}),
       });
       this.stores.set(`${decl.group}/${decl.version}/${decl.resource}`, store);
       // Kinds that are never stored (reviews) have no objects to count.

@@ -93,6 +93,8 @@ export interface StoreDeps {
   storageEncoding?: StorageEncoding;
   /** The kind's zero value and versions, for managedFields (fieldmanager.ts); default: `{}`, one version. */
   fieldManager?: KindFieldManager;
+  /** --lease-reuse-duration-seconds: how long one storage lease serves TTL'd writes, at most (default 60). */
+  leaseReuseDurationSeconds?: number;
 }
 
 /**
@@ -225,13 +227,13 @@ export class ResourceStore {
 
   /**
    * The put options of a write of `obj`: a storage lease when the kind's objects expire (ttlSeconds). As
-   * Kubernetes' lease manager, a lease is reused for 5% of the TTL (at most a minute) and granted that
-   * much longer, so an object lives at least its TTL.
+   * Kubernetes' lease manager, a lease is reused for 5% of the TTL (at most --lease-reuse-duration-seconds)
+   * and granted that much longer, so an object lives at least its TTL.
    */
   private async leaseFor(obj: KObject, ctx: StrategyContext): Promise<{ lease?: number }> {
     const ttl = this.decl.ttlSeconds?.(obj, ctx);
     if (ttl === undefined || ttl <= 0) return {};
-    const reuse = Math.min(60, Math.floor(ttl * 0.05));
+    const reuse = Math.min(this.deps.leaseReuseDurationSeconds ?? 60, Math.floor(ttl * 0.05));
     const now = Date.now();
     const l = this.lease;
     if (l && l.ttl === ttl && now - l.grantedAt < reuse * 1000) return { lease: l.id };

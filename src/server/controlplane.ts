@@ -244,6 +244,7 @@ export async function createControlPlane(
     settings: { ...kindSettingsFrom(options), authorizer: authz, serviceNetwork, ...serviceAccounts.settings },
     deleteCollectionWorkers: options.deleteCollectionWorkers,
     storageMediaType: options.storageMediaType,
+    leaseReuseDurationSeconds: options.leaseReuseDurationSeconds,
     // --watch-cache, --default-watch-cache-size, --watch-cache-sizes.
     watchCacheSize: watchCacheSizes({ enabled: options.watchCache, defaultSize: options.defaultWatchCacheSize, sizes: options.watchCacheSizes }),
     log: (message) => logger(message),
