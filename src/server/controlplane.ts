@@ -150,6 +150,7 @@ export function serverConfigFrom(o: ServerOptions, logger?: (message: string) =>
     shutdownSendRetryAfter: o.shutdownSendRetryAfter,
     audit: auditConfigFrom(o),
     profiling: o.profiling,
+    contentionProfiling: o.contentionProfiling,
     metrics: {
       disabledMetrics: o.disabledMetrics,
       allowMetricLabels: o.allowMetricLabels,

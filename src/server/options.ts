@@ -288,7 +288,7 @@ export const SERVER_FLAGS = [
       'CIDRs opened in the provider firewall for L7 load-balancer proxy and health-check traffic.',
       { status: S },
     ),
-    flag('contention-profiling', 'bool', 'false', 'Lock contention profiling, when profiling is enabled.'),
+    flag('contention-profiling', 'bool', 'false', 'Lock contention profiling, when profiling is enabled: Node.js has no locks, so /debug/pprof/block serves the event-loop delay histogram.', { status: S }),
     flag(
       'cors-allowed-origins',
       'strings',

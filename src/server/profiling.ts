@@ -6,10 +6,15 @@
  *   - /debug/pprof/profile?seconds=N: a CPU profile of N seconds (default 30) in V8's .cpuprofile JSON (the
  *     Profiler.Profile of the DevTools protocol); open it in Chrome DevTools, VS Code or speedscope;
  *   - /debug/pprof/heap: a V8 heap snapshot (.heapsnapshot JSON), for Chrome DevTools' Memory panel;
- *   - /debug/pprof/cmdline: the command line, arguments separated by NUL bytes (as Go's).
+ *   - /debug/pprof/cmdline: the command line, arguments separated by NUL bytes (as Go's);
+ *   - /debug/pprof/block, with --contention-profiling: Node.js has no locks to contend for; what stalls it is
+ *     a busy event loop, so this is the event-loop delay since start (perf_hooks' monitorEventLoopDelay, 10 ms
+ *     resolution) as a text histogram: how long ready callbacks waited for the loop. Without the option
+ *     it is not served (Go serves an empty block profile then).
  * `go tool pprof` cannot read them.
  */
 import { Session } from 'node:inspector';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { getHeapSnapshot } from 'node:v8';
 import type { ApiRequest, ApiResponse, Handler } from '../filters/authn.js';
 import type { Logger } from '../util/log.js';
@@ -18,6 +23,12 @@ interface Mux {
   handle(path: string, handler: Handler): void;
   handlePrefix(prefix: string, handler: Handler): void;
 }
+
+const BLOCK_PROFILE = {
+  name: 'block',
+  href: 'block?debug=1',
+  description: 'Event-loop delay since start (--contention-profiling): how long ready callbacks waited for the loop, a text histogram in nanoseconds.',
+};
 
 const PROFILES: { name: string; href: string; description: string }[] = [
   { name: 'cmdline', href: 'cmdline', description: 'The command line invocation of the current program.' },
@@ -43,9 +54,9 @@ function query(req: ApiRequest): URLSearchParams {
   return new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
 }
 
-function indexPage(): string {
-  const rows = PROFILES.map((p) => `<tr><td>${p.name === 'profile' ? 0 : 1}</td><td><a href='${p.href}'>${p.name}</a></td></tr>`).join('\n');
-  const descriptions = PROFILES.map((p) => `<li><div class=profile-name>${p.name}: </div> ${p.description}</li>`).join('\n');
+function indexPage(profiles: typeof PROFILES): string {
+  const rows = profiles.map((p) => `<tr><td>${p.name === 'profile' ? 0 : 1}</td><td><a href='${p.href}'>${p.name}</a></td></tr>`).join('\n');
+  const descriptions = profiles.map((p) => `<li><div class=profile-name>${p.name}: </div> ${p.description}</li>`).join('\n');
   return `<html>
 <head>
 <title>/debug/pprof/</title>
@@ -142,8 +153,32 @@ const heapHandler: Handler = (_req, res) =>
     snapshot.pipe(res);
   });
 
-/** Installs /debug/pprof and its profiles. */
-export function installProfiling(mux: Mux, deps: { signal: AbortSignal }): void {
+/** The event-loop delay histogram as text, in nanoseconds (Node.js's counterpart of Go's block profile). */
+function blockProfile(h: IntervalHistogram): string {
+  const lines = [
+    '--- event loop delay (monitorEventLoopDelay, resolution 10 ms), nanoseconds',
+    `samples ${h.count}`,
+    `min ${h.count > 0 ? h.min : 0}`,
+    `max ${h.max}`,
+    `mean ${Number.isNaN(h.mean) ? 0 : Math.round(h.mean)}`,
+    `stddev ${Number.isNaN(h.stddev) ? 0 : Math.round(h.stddev)}`,
+  ];
+  for (const p of [50, 90, 99, 99.9]) lines.push(`p${p} ${h.count > 0 ? h.percentile(p) : 0}`);
+  lines.push('# cumulative: samples at or below each value (ns)');
+  for (const [percentile, value] of h.percentiles) if (percentile > 0) lines.push(`<=${value} ${Math.round((percentile / 100) * h.count)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Installs /debug/pprof and its profiles; with `contention`, /debug/pprof/block (see above). */
+export function installProfiling(mux: Mux, deps: { signal: AbortSignal; contention?: boolean }): void {
+  let delay: IntervalHistogram | undefined;
+  if (deps.contention && !deps.signal.aborted) {
+    const h = monitorEventLoopDelay({ resolution: 10 });
+    h.enable();
+    deps.signal.addEventListener('abort', () => h.disable(), { once: true });
+    delay = h;
+  }
+  const profiles = delay ? [...PROFILES, BLOCK_PROFILE].sort((a, b) => (a.name < b.name ? -1 : 1)) : PROFILES;
   mux.handle('/debug/pprof', (_req, res) => {
     res.statusCode = 301;
     res.setHeader('Location', '/debug/pprof/');
@@ -155,7 +190,7 @@ export function installProfiling(mux: Mux, deps: { signal: AbortSignal }): void 
     const path = (req.url ?? '/').split('?')[0]!;
     const name = path.slice('/debug/pprof/'.length);
     if (name === '') {
-      const body = indexPage();
+      const body = indexPage(profiles);
       res.statusCode = 200;
       res.setHeader('Content-Type', 'text/html; charset=utf-8');
       res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -165,6 +200,7 @@ export function installProfiling(mux: Mux, deps: { signal: AbortSignal }): void 
     if (name === 'profile') return profile(req, res);
     if (name === 'heap') return heapHandler(req, res);
     if (name === 'cmdline') return writePlain(res, 200, process.argv.join('\0'));
+    if (name === 'block' && delay) return writePlain(res, 200, blockProfile(delay));
     writePlain(res, 404, 'Unknown profile\n', { 'X-Go-Pprof': '1' });
   };
   mux.handlePrefix('/debug/pprof/', index);

@@ -120,6 +120,8 @@ export interface ServerConfig {
   logger?: (message: string) => void;
   /** --profiling (default true): /debug/pprof/ and /debug/flags/v. */
   profiling?: boolean;
+  /** --contention-profiling (with --profiling): /debug/pprof/block, the event-loop delay histogram. */
+  contentionProfiling?: boolean;
   /** --disabled-metrics, --allow-metric-labels, --show-hidden-metrics-for-version. */
   metrics?: Omit<MetricsConfig, 'currentVersion'>;
   /** --max-connection-bytes-per-sec: throttles long-running responses per connection; 0 or unset: off. */
@@ -694,7 +696,7 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
   mux.handle('/metrics', metricsHandler(metrics));
   const abort = new AbortController();
   if (config.profiling ?? true) {
-    installProfiling(mux, { signal: abort.signal });
+    installProfiling(mux, { signal: abort.signal, contention: config.contentionProfiling === true });
     installDebugFlags(mux, { logger });
   }
   deps.audit?.bindMetrics(metrics);

@@ -76,6 +76,8 @@ const WATCH_MAX_BUFFERED = 1000;
 const WATCH_RESUME_AT = 250;
 const WATCH_BACKOFF_MIN_MS = 50;
 const WATCH_BACKOFF_MAX_MS = 1000;
+/** Fewest milliseconds between two progress requests on one watch stream. */
+const PROGRESS_REQUEST_MIN_MS = 100;
 
 type WatchStream = IDuplexStream<IWatchRequest, IWatchResponse>;
 type CallOpts = { deadline: number };
@@ -692,6 +694,9 @@ class EtcdWatch implements Watch, AsyncIterator<WatchEvent> {
   highWater = 0;
   /** How many times the etcd watch was stopped because the consumer fell behind. */
   pauses = 0;
+  /** The newest revision of an etcd progress notification on this watch (0: none yet). */
+  private progressRev = 0;
+  private lastProgressRequest = 0;
 
   constructor(
     private readonly kv: EtcdKV,
@@ -751,6 +756,22 @@ class EtcdWatch implements Watch, AsyncIterator<WatchEvent> {
   async return(): Promise<IteratorResult<WatchEvent>> {
     this.close();
     return { value: undefined, done: true };
+  }
+
+  /**
+   * The watch's progress, once etcd has sent a progress notification (periodic with etcd's
+   * --experimental-watch-progress-notify-interval, or answering the progress request this call makes at
+   * most every PROGRESS_REQUEST_MIN_MS): every event up to it has been handed out. Known only while the
+   * consumer waits in next() with nothing buffered: it has then taken in everything handed out.
+   */
+  progress(): number | undefined {
+    if (!this.ready || this.ended || this.failure || this.size > 0 || this.waiters.length === 0) return undefined;
+    const now = Date.now();
+    if (this.stream && now - this.lastProgressRequest >= PROGRESS_REQUEST_MIN_MS) {
+      this.lastProgressRequest = now;
+      this.stream.write({ progress_request: {} });
+    }
+    return this.progressRev > 0 ? this.nextRev - 1 : undefined;
   }
 
   close(): void {
@@ -868,9 +889,11 @@ class EtcdWatch implements Watch, AsyncIterator<WatchEvent> {
     }
     if (res.created) return;
     if (res.events.length === 0) {
-      // Progress notification, sent only to a watcher that is caught up: nothing is pending up to its header.
+      // Progress notification (periodic, or answering a progress request), sent only to a watcher that is
+      // caught up: nothing is pending up to its header.
       const rev = Number(res.header.revision);
       if (rev + 1 > this.nextRev) this.nextRev = rev + 1;
+      if (rev > this.progressRev) this.progressRev = rev;
       return;
     }
     this.firstStream = false;

@@ -66,7 +66,7 @@ const DOCUMENT_2_OPTIONS = [
 const SUPPORTED = [
   'azure-container-registry-config', 'cloud-config', 'cloud-provider', 'cloud-provider-gce-l7lb-src-cidrs',
   'admission-control-config-file', 'advertise-address', 'allow-metric-labels', 'allow-privileged', 'apiserver-count', 'bind-address',
-  'cors-allowed-origins', 'disable-admission-plugins', 'enable-admission-plugins', 'enable-garbage-collector', 'disabled-metrics',
+  'contention-profiling', 'cors-allowed-origins', 'disable-admission-plugins', 'enable-admission-plugins', 'enable-garbage-collector', 'disabled-metrics',
   'enable-priority-and-fairness', 'encryption-provider-config', 'endpoint-reconciler-type',
   'experimental-logging-sanitization', 'external-hostname', 'identity-lease-duration-seconds',
   'identity-lease-renew-interval-seconds', 'orchlet-preferred-address-types', 'orchestrator-service-node-port',

@@ -214,6 +214,19 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
     const snapshot = JSON.parse(heap.body.toString()) as { snapshot: { node_count: number } };
     assert.ok(snapshot.snapshot.node_count > 1000);
     assert.equal((await call(s, 'GET', '/debug/pprof/goroutine')).status, 404);
+    assert.equal((await call(s, 'GET', '/debug/pprof/block')).status, 404);
+    assert.doesNotMatch(index.body.toString(), /href='block/);
+
+    // --contention-profiling: the event-loop delay since start.
+    const contention = await start(['--contention-profiling']);
+    assert.match((await call(contention, 'GET', '/debug/pprof/')).body.toString(), /<a href='block\?debug=1'>block<\/a>/);
+    await call(contention, 'GET', '/debug/pprof/profile?seconds=1');
+    const block = await call(contention, 'GET', '/debug/pprof/block?debug=1');
+    assert.equal(block.status, 200);
+    const text = block.body.toString();
+    assert.match(text, /^--- event loop delay/);
+    assert.ok(Number(/^samples (\d+)$/m.exec(text)?.[1]) > 0, text);
+    assert.ok(Number(/^max (\d+)$/m.exec(text)?.[1]) >= 10_000_000, text);
 
     const off = await start(['--profiling=false']);
     assert.equal((await call(off, 'GET', '/debug/pprof/')).status, 404);
