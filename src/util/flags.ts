@@ -667,6 +667,11 @@ const TYPE_WORD: Record<FlagType, string> = {
   ip: 'ip',
 };
 
+/** The type word --help shows after an option's name ('' for bools), as pflag does. */
+export function typeWord(spec: FlagSpec): string {
+  return spec.typeName ?? TYPE_WORD[spec.type];
+}
+
 /** The default as pflag shows it, or undefined when it is the zero value (pflag then shows nothing). */
 export function formatDefault(spec: FlagSpec): string | undefined {
   if (spec.defaultText !== undefined) return spec.defaultText;
@@ -749,7 +754,7 @@ export function formatHelp(program: string, description: string, specs: readonly
   for (const [group, list] of groups) {
     out.push(`${group}:`, '');
     const lefts = list.map((s) => {
-      const word = s.typeName ?? TYPE_WORD[s.type];
+      const word = typeWord(s);
       return `${s.short ? `  -${s.short}, ` : '      '}--${s.name}${word ? ` ${word}` : ''}`;
     });
     const col = Math.max(...lefts.map((l) => l.length)) + 3;
