@@ -175,10 +175,6 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
   };
   if (options.runonce) delete config.server; // a run-once agent serves nothing
   if (options.orchconfig !== undefined && options.orchconfig !== '') {
-    const contentType = options.orchApiContentType;
-    if (options.explicitFlags.has('orch-api-content-type') && contentType !== 'application/json') {
-      log('info', `--orch-api-content-type=${contentType}: orchlet talks JSON to the server (application/json)`);
-    }
     const rt = await runtime.version();
     if (options.bootstrapOrchconfig !== undefined && options.bootstrapOrchconfig !== '') {
       await bootstrapClientCert({ orchconfig: options.orchconfig, bootstrapOrchconfig: options.bootstrapOrchconfig, certDir: options.certDir, nodeName, log });
@@ -194,7 +190,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
       }
     }
     config.api = {
-      client: await loadKubeconfig(options.orchconfig),
+      client: { ...(await loadKubeconfig(options.orchconfig)), contentType: options.orchApiContentType },
       qps: options.orchApiQps || 5,
       burst: options.orchApiBurst || 10,
       eventQPS: options.eventQps || 5,

@@ -3,13 +3,18 @@
 // client takes a token from its rate limiter first (--orch-api-qps/--orch-api-burst for the main
 // client, --event-qps/--event-burst for events, none for heartbeats: see withLimiter).
 //
-// Content type: JSON only. --orch-api-content-type asks for protobuf by default; orchlet speaks
-// JSON to the server whatever it says (every Kubernetes API server accepts JSON).
+// Content type (--orch-api-content-type, ClientConfig.contentType): with protobuf (the default; the orch
+// spelling application/vnd.orch.protobuf is sent as Kubernetes' application/vnd.kubernetes.protobuf), objects
+// are sent as Kubernetes protobuf when their kind has a message and answers are accepted as protobuf or JSON,
+// as client-go does; patches are JSON. Answers and watch streams are decoded by their Content-Type.
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ClientRequest } from 'node:http';
 import { URL } from 'node:url';
 import type { ClientConfig } from './kubeconfig.js';
 import { TokenBucket } from './ratelimit.js';
+import { PROTOBUF_MEDIA_TYPES, WatchFrameReader, canEncodeObject, decodeObject, encodeObject } from '../../util/protobuf.js';
+
+const PROTOBUF = 'application/vnd.kubernetes.protobuf';
 
 export type Json = Record<string, unknown>;
 
@@ -64,6 +69,8 @@ export class ApiClient {
   private readonly url: URL;
   private readonly agent: HttpsAgent | HttpAgent;
   private readonly headers: Record<string, string>;
+  /** Objects go out as protobuf (ClientConfig.contentType). */
+  private readonly protobuf: boolean;
 
   constructor(
     readonly config: ClientConfig,
@@ -85,9 +92,10 @@ export class ApiClient {
             rejectUnauthorized: config.insecureSkipTLSVerify !== true,
           })
         : new HttpAgent({ keepAlive: true, maxSockets: 64 }));
+    this.protobuf = PROTOBUF_MEDIA_TYPES.includes(config.contentType ?? 'application/json');
     this.headers = {
       'user-agent': options.userAgent ?? 'orchlet',
-      accept: 'application/json',
+      accept: this.protobuf ? `${PROTOBUF}, application/json` : 'application/json',
       ...(config.token !== undefined ? { authorization: `Bearer ${config.token}` } : {}),
     };
   }
@@ -119,10 +127,10 @@ export class ApiClient {
   async request<T = Json>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     if (opts.tokenTaken !== true) await this.limiter.take();
     const res = await this.send(method, path, opts);
-    const text = await readAll(res);
+    const body = await readAll(res);
     const code = res.statusCode ?? 0;
-    if (code < 200 || code >= 300) throw toApiError(code, text);
-    return (text === '' ? {} : JSON.parse(text)) as T;
+    if (code < 200 || code >= 300) throw toApiError(code, decodeBody(res, body));
+    return decodeBody(res, body) as T;
   }
 
   /**
@@ -134,9 +142,27 @@ export class ApiClient {
     let req: ClientRequest | undefined;
     const res = await this.send('GET', path, { query: { ...query, watch: true }, timeoutMs: 0 }, (r) => (req = r));
     const code = res.statusCode ?? 0;
-    if (code < 200 || code >= 300) throw toApiError(code, await readAll(res));
+    if (code < 200 || code >= 300) throw toApiError(code, decodeBody(res, await readAll(res)));
     let stopped = false;
     const done = new Promise<void>((resolve) => {
+      res.on('end', () => resolve());
+      res.on('close', () => resolve());
+      res.on('error', () => resolve());
+      if (mediaType(res) === PROTOBUF) {
+        // Length-prefixed WatchEvent frames.
+        const frames = new WatchFrameReader();
+        res.on('data', (chunk: Buffer) => {
+          let events;
+          try {
+            events = frames.push(chunk);
+          } catch {
+            res.destroy(); // a malformed frame loses the framing: end the stream, the next list repairs it
+            return;
+          }
+          for (const e of events) if (!stopped) onEvent(e as WatchEvent);
+        });
+        return;
+      }
       let buf = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
@@ -153,9 +179,6 @@ export class ApiClient {
           }
         }
       });
-      res.on('end', () => resolve());
-      res.on('close', () => resolve());
-      res.on('error', () => resolve());
     });
     return {
       done,
@@ -188,10 +211,17 @@ export class ApiClient {
   private send(method: string, path: string, opts: RequestOptions, onRequest?: (r: ClientRequest) => void): Promise<IncomingMessage> {
     const url = new URL(this.url.pathname.replace(/\/$/, '') + path, this.url);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const body = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
     const headers: Record<string, string> = { ...this.headers };
-    if (body) {
-      headers['content-type'] = opts.contentType ?? 'application/json';
+    let body: Buffer | undefined;
+    if (opts.body !== undefined) {
+      const obj = opts.body as Json;
+      if (this.protobuf && opts.contentType === undefined && typeof obj.apiVersion === 'string' && typeof obj.kind === 'string' && canEncodeObject(obj.apiVersion, obj.kind)) {
+        body = encodeObject(obj);
+        headers['content-type'] = PROTOBUF;
+      } else {
+        body = Buffer.from(JSON.stringify(opts.body));
+        headers['content-type'] = opts.contentType ?? 'application/json';
+      }
       headers['content-length'] = String(body.length);
     }
     const doRequest = url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -206,23 +236,37 @@ export class ApiClient {
   }
 }
 
-function readAll(res: IncomingMessage): Promise<string> {
+function readAll(res: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('end', () => resolve(Buffer.concat(chunks)));
     res.on('error', reject);
   });
 }
 
-function toApiError(code: number, text: string): ApiError {
-  let status: Json | undefined;
+/** The media type of an answer, without parameters. */
+function mediaType(res: IncomingMessage): string {
+  return (res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/** An answer's body decoded by its Content-Type: a protobuf object, JSON, or (not JSON) its text. */
+function decodeBody(res: IncomingMessage, body: Buffer): unknown {
+  if (body.length === 0) return {};
+  if (mediaType(res) === PROTOBUF) return decodeObject(body);
+  const text = body.toString('utf8');
   try {
-    const parsed = JSON.parse(text) as unknown;
-    if (typeof parsed === 'object' && parsed !== null && (parsed as Json).kind === 'Status') status = parsed as Json;
-  } catch {
-    // not JSON
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    const code = res.statusCode ?? 0;
+    if (code >= 200 && code < 300) throw err;
+    return text;
   }
+}
+
+function toApiError(code: number, decoded: unknown): ApiError {
+  const status = typeof decoded === 'object' && decoded !== null && (decoded as Json).kind === 'Status' ? (decoded as Json) : undefined;
+  const text = typeof decoded === 'string' ? decoded : '';
   const reason = typeof status?.reason === 'string' ? status.reason : '';
   const message = typeof status?.message === 'string' ? status.message : text.trim() || `HTTP ${code}`;
   return new ApiError(code, reason, message, status);

@@ -19,6 +19,8 @@ export interface ClientConfig {
   /** PEM client certificate and key. */
   cert?: string;
   key?: string;
+  /** --orch-api-content-type: application/json, or protobuf (either spelling); default JSON. */
+  contentType?: string;
 }
 
 type Obj = Record<string, unknown>;
