@@ -4,7 +4,8 @@
  * answer lives and streams it back from there (pods/log from the node agent) over HTTPS, verifying the
  * agent's certificate only when a CA is configured, and presenting a client certificate when one is.
  * A connector that requires an upgrade (exec, attach, portforward) has its upgraded connection proxied
- * to the location (streaming.ts).
+ * to the location (streaming.ts). A connector with connect options (Kubernetes' Connecters) first has its
+ * options object admitted as a CONNECT (AlwaysDeny, the admission webhooks).
  */
 import { request as httpsRequest } from 'node:https';
 import type { IncomingMessage } from 'node:http';
@@ -95,6 +96,12 @@ export async function serveConnector(
   query: URLSearchParams,
   transport: AgentTransport,
 ): Promise<void> {
+  if (connector.connectOptions) {
+    // Kubernetes' ConnectResource: the options decoded, admitted as a CONNECT, then handed to the connector.
+    const options = connector.connectOptions.decode(query);
+    await ctx.store.admitConnect(ctx.scope, name, sub, options);
+    query = connector.connectOptions.encode(options);
+  }
   if (connector.upgradeRequired) return serveUpgradeConnector(req, res, connector, ctx, name, query, transport);
   const loc = await connector.location(ctx, name, query);
   if (!loc) {

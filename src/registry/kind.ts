@@ -191,6 +191,15 @@ export interface ConnectorSubresource {
   options?: ConnectorOptions;
   /** The definition of the options the query carries (discovery's kind is the parent's). */
   location(ctx: SubresourceContext, name: string, query: URLSearchParams): Promise<ConnectLocation | null>;
+  /**
+   * A Kubernetes Connecter (exec, attach, portforward; not pods/log): its connect options object, decoded from
+   * the query as the parameter codec does (throws a 400 for a bad one), goes through admission as a CONNECT
+   * and, as admission may have changed it, is turned back into the query `location` reads.
+   */
+  connectOptions?: {
+    decode(query: URLSearchParams): KObject;
+    encode(options: KObject): URLSearchParams;
+  };
 }
 
 export interface KindDecl {

@@ -49,7 +49,8 @@ export interface RequestScope {
   auditAnnotate?: (key: string, value: string) => void;
 }
 
-export type Operation = 'CREATE' | 'UPDATE' | 'DELETE';
+/** CONNECT: a connector subresource (pods/exec, attach, portforward), its options object as the object. */
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 
 export interface AdmissionAttributes {
   operation: Operation;
@@ -71,6 +72,8 @@ export interface AdmissionAttributes {
 export interface Admission {
   mutate?(attrs: AdmissionAttributes): Promise<void>;
   validate?(attrs: AdmissionAttributes): Promise<void>;
+  /** The plugin handles CONNECT (Kubernetes' Handles(admission.Connect)); a chain calls only these for it. */
+  handlesConnect?: boolean;
 }
 
 export interface StoreDeps {
@@ -299,6 +302,29 @@ export class ResourceStore {
       object: body,
       user: scope.user,
       dryRun: !!scope.dryRun,
+      warnings,
+      annotate: auditAnnotator(scope),
+    });
+    await admission.mutate?.(attrs());
+    await admission.validate?.(attrs());
+  }
+
+  /**
+   * Admission of a connector (Kubernetes' ConnectResource): the mutating then the validating plugins that
+   * handle CONNECT see the connect options object (PodExecOptions, ...), which they may change or refuse.
+   */
+  async admitConnect(scope: RequestScope, name: string, subresource: string, options: KObject, warnings: string[] = []): Promise<void> {
+    const admission = this.deps.admission;
+    if (!admission?.handlesConnect) return;
+    const attrs = (): AdmissionAttributes => ({
+      operation: 'CONNECT',
+      decl: this.decl,
+      namespace: scope.namespace,
+      name,
+      subresource,
+      object: options,
+      user: scope.user,
+      dryRun: false,
       warnings,
       annotate: auditAnnotator(scope),
     });

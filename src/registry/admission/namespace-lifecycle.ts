@@ -120,14 +120,19 @@ export function namespaceLifecycle(namespaces: () => ResourceStore | undefined):
   };
 }
 
-/** Runs several admission plugins in order: every mutation, then every validation. */
+/**
+ * Runs several admission plugins in order: every mutation, then every validation. A CONNECT goes only to the
+ * plugins that handle it (Kubernetes' chainAdmissionHandler asks each plugin's Handles).
+ */
 export function chainAdmission(plugins: readonly Admission[]): Admission {
+  const connect = plugins.filter((p) => p.handlesConnect);
   return {
     async mutate(a) {
-      for (const p of plugins) await p.mutate?.(a);
+      for (const p of a.operation === 'CONNECT' ? connect : plugins) await p.mutate?.(a);
     },
     async validate(a) {
-      for (const p of plugins) await p.validate?.(a);
+      for (const p of a.operation === 'CONNECT' ? connect : plugins) await p.validate?.(a);
     },
+    handlesConnect: connect.length > 0,
   };
 }

@@ -270,7 +270,7 @@ class WebhookDispatcher {
 
   private request(a: AdmissionAttributes, inv: Invocation): ReviewRequest {
     const optionsKind = a.operation === 'CREATE' ? 'CreateOptions' : a.operation === 'UPDATE' ? 'UpdateOptions' : 'DeleteOptions';
-    // A create-only subresource (pods/eviction, pods/binding) sends its own body kind.
+    // A create-only subresource (pods/eviction, pods/binding) sends its own body kind; a connect its options' kind.
     const body = a.subresource !== '' && a.object && a.object.kind !== a.decl.kind ? bodyKind(a.object) : undefined;
     const req: ReviewRequest = {
       kind: body ?? gvk(inv.decl),
@@ -286,7 +286,8 @@ class WebhookDispatcher {
       object: a.object ? convert(a.object, a.decl, inv.decl) : null,
       oldObject: a.oldObject ? convert(a.oldObject, a.decl, inv.decl) : null,
       dryRun: a.dryRun,
-      options: { kind: optionsKind, apiVersion: 'meta.k8s.io/v1', ...(a.dryRun ? { dryRun: ['All'] } : {}) },
+      // A connect has no operation options (its options object is the object).
+      options: a.operation === 'CONNECT' ? null : { kind: optionsKind, apiVersion: 'meta.k8s.io/v1', ...(a.dryRun ? { dryRun: ['All'] } : {}) },
     };
     if (a.subresource) {
       req.subResource = a.subresource;
@@ -463,11 +464,11 @@ class WebhookDispatcher {
  */
 export function mutatingWebhookAdmission(deps: WebhookAdmissionDeps): Admission {
   const d = new WebhookDispatcher(deps, true);
-  return { mutate: (a) => d.mutate(a), validate: (a) => (a.operation === 'DELETE' ? d.mutateDelete(a) : Promise.resolve()) };
+  return { mutate: (a) => d.mutate(a), validate: (a) => (a.operation === 'DELETE' ? d.mutateDelete(a) : Promise.resolve()), handlesConnect: true };
 }
 
 /** The ValidatingAdmissionWebhook plugin (the validating phase only). */
 export function validatingWebhookAdmission(deps: WebhookAdmissionDeps): Admission {
   const d = new WebhookDispatcher(deps, false);
-  return { validate: (a) => d.validate(a) };
+  return { validate: (a) => d.validate(a), handlesConnect: true };
 }

@@ -106,11 +106,57 @@ const ATTACH_PARAMS: ConnectorParam[] = [
   },
 ];
 
+const bool = (v: unknown): boolean => v === true;
+const strs = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
+/**
+ * PodExecOptions or PodAttachOptions in v1 as the parameter codec decodes the query (stdout and stderr
+ * defaulted to true), in Go field order with omitempty (an exec's command is always written).
+ */
+function streamOptions(kind: 'PodExecOptions' | 'PodAttachOptions'): NonNullable<ConnectorSubresource['connectOptions']> {
+  return {
+    decode(query) {
+      const o: KObject = { kind, apiVersion: 'v1' };
+      if (queryBool(query, 'stdin')) o['stdin'] = true;
+      o['stdout'] = true;
+      o['stderr'] = true;
+      if (queryBool(query, 'tty')) o['tty'] = true;
+      const container = query.get('container') ?? '';
+      if (container !== '') o['container'] = container;
+      if (kind === 'PodExecOptions') {
+        const command = query.getAll('command');
+        o['command'] = command.length > 0 ? command : null;
+      }
+      return o;
+    },
+    encode(o) {
+      const q = new URLSearchParams();
+      if (kind === 'PodExecOptions') for (const c of strs(o['command'])) q.append('command', c);
+      if (typeof o['container'] === 'string' && o['container'] !== '') q.set('container', o['container']);
+      for (const k of ['stdin', 'stdout', 'stderr', 'tty']) if (bool(o[k])) q.set(k, 'true');
+      return q;
+    },
+  };
+}
+
+const portForwardOptions: NonNullable<ConnectorSubresource['connectOptions']> = {
+  decode(query) {
+    const ports = portsParam(query);
+    return { kind: 'PodPortForwardOptions', apiVersion: 'v1', ...(ports !== undefined ? { ports: ports.split(',').map(Number) } : {}) };
+  },
+  encode(o) {
+    const q = new URLSearchParams();
+    if (Array.isArray(o['ports'])) for (const p of o['ports']) if (typeof p === 'number') q.append('ports', String(p));
+    return q;
+  },
+};
+
 export const execConnector: ConnectorSubresource = {
   verbs: ['create', 'get'],
   upgradeRequired: true,
   options: { kind: 'PodExecOptions', params: EXEC_PARAMS },
   location: containerStream('exec'),
+  connectOptions: streamOptions('PodExecOptions'),
 };
 
 export const attachConnector: ConnectorSubresource = {
@@ -118,12 +164,14 @@ export const attachConnector: ConnectorSubresource = {
   upgradeRequired: true,
   options: { kind: 'PodAttachOptions', params: ATTACH_PARAMS },
   location: containerStream('attach'),
+  connectOptions: streamOptions('PodAttachOptions'),
 };
 
 export const portForwardConnector: ConnectorSubresource = {
   verbs: ['create', 'get'],
   upgradeRequired: true,
   options: { kind: 'PodPortForwardOptions', params: [{ name: 'ports', type: 'integer', description: 'List of ports to forward Required when using WebSockets' }] },
+  connectOptions: portForwardOptions,
   async location(ctx, name, query): Promise<ConnectLocation> {
     const ports = portsParam(query);
     const { pod, base } = await podAndAgent(ctx, name);
