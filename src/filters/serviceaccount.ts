@@ -10,7 +10,6 @@
  * The user is system:serviceaccount:<ns>:<name> in system:serviceaccounts and system:serviceaccounts:<ns>,
  * with the pod's name and uid as extras for pod-bound tokens.
  */
-import { compactVerify } from 'jose';
 import type { KeyObject } from 'node:crypto';
 import { isStatusError } from '../registry/errors.js';
 import type { KObject } from '../registry/kind.js';
@@ -89,6 +88,8 @@ async function verifySignature(token: string, keys: readonly VerifyingKey[]): Pr
   const errors: string[] = [];
   for (const k of keys) {
     try {
+      // jose (~45 modules) loads on the first token to verify, not at startup.
+      const { compactVerify } = await import('jose');
       const { payload } = await compactVerify(token, k.key);
       const claims = JSON.parse(Buffer.from(payload).toString('utf8')) as unknown;
       if (!isObject(claims)) return 'square/go-jose/jwt: illegal claims';

@@ -5,7 +5,7 @@
 // named is read and checked at start, as kube-apiserver reads --cloud-config for its admission
 // plugins, so a wrong path or a broken file is reported before the program runs.
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { yaml } from './yaml.js';
 import { FlagError } from './flags.js';
 
 export interface CloudOptions {
@@ -71,7 +71,7 @@ export function checkCloudOptions(o: CloudOptions): void {
     const text = readOption(path, 'azure-container-registry-config');
     let doc: unknown;
     try {
-      doc = text.trim() === '' ? {} : parseYaml(text);
+      doc = text.trim() === '' ? {} : yaml().parse(text);
     } catch (e) {
       throw new FlagError(`--azure-container-registry-config: ${path}: ${(e as Error).message.split('\n')[0]}`, 'azure-container-registry-config');
     }

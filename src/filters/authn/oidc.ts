@@ -13,7 +13,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import type { createLocalJWKSet, JSONWebKeySet, JWTPayload } from 'jose';
 import type { UserInfo } from '../../endpoints/http.js';
 import type { TokenAuthenticator, TokenResult } from './token.js';
 
@@ -102,6 +102,8 @@ function issuerVerifier(issuer: string, clientID: string, algorithms: readonly s
           if (typeof doc.jwks_uri !== 'string') throw new Error('oidc: discovery document has no jwks_uri');
           jwksURI = doc.jwks_uri;
         }
+        // jose (~45 modules) loads on the first ID token, not at startup.
+        const { createLocalJWKSet } = await import('jose');
         keys = createLocalJWKSet((await getJSON(jwksURI, ca)) as JSONWebKeySet);
       } finally {
         inflight = undefined;
@@ -110,6 +112,7 @@ function issuerVerifier(issuer: string, clientID: string, algorithms: readonly s
 
   return async (token) => {
     if (!keys) await refresh();
+    const { jwtVerify } = await import('jose');
     const opts = { issuer, audience: clientID, algorithms: [...algorithms] };
     try {
       return (await jwtVerify(token, keys!, opts)).payload;

@@ -5,7 +5,6 @@
  * user a token's service account stands for. Payload keys are sorted, as go-jose writes them.
  */
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
-import { SignJWT } from 'jose';
 import type { KObject } from '../../kind.js';
 
 /** The `iss` of tokens the tokens controller puts in secrets. */
@@ -81,8 +80,10 @@ export class TokenSigner {
     this.kid = keyIdOf(key);
   }
 
-  sign(claims: Record<string, unknown>): Promise<string> {
+  async sign(claims: Record<string, unknown>): Promise<string> {
     const payload = sortKeys({ ...claims, iss: this.issuer });
+    // jose (~45 modules) loads on the first token to sign, not at startup.
+    const { SignJWT } = await import('jose');
     return new SignJWT(payload).setProtectedHeader({ alg: this.alg, kid: this.kid }).sign(this.key);
   }
 }
