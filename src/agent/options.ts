@@ -153,7 +153,7 @@ const S = 'supported' as const;
 
 export const AGENT_FLAGS = [
   ...flagGroup('Options', [
-    flag('add-dir-header', 'bool', 'false', 'Add file directory to log message headers (deprecated, logging-flag removal planned).'),
+    flag('add-dir-header', 'bool', 'false', 'Add file directory to log message headers (deprecated, logging-flag removal planned).', { status: S }),
     flag('address', 'ip', '0.0.0.0', 'IP to serve on (0.0.0.0 or :: for all interfaces and families).', {
       status: S,
       configField: 'address',
@@ -161,7 +161,7 @@ export const AGENT_FLAGS = [
     flag('allowed-unsafe-sysctls', 'strings', undefined, "Allow-list of unsafe sysctls or patterns ending in '*'.", {
       configField: 'allowedUnsafeSysctls',
     }),
-    flag('alsologtostderr', 'bool', 'false', 'Log to standard error as well as files (deprecated).'),
+    flag('alsologtostderr', 'bool', 'false', 'Log to standard error as well as files (deprecated).', { status: S }),
     flag('azure-container-registry-config', 'string', undefined, 'Path of a container registry configuration file.', { status: S }),
     flag(
       'bootstrap-orchconfig',
@@ -334,7 +334,7 @@ export const AGENT_FLAGS = [
     flag('experimental-kernel-memcg-notification', 'bool', undefined, 'Use kernelMemcgNotification (removal in 1.23).', {
       configField: 'kernelMemcgNotification',
     }),
-    flag('experimental-log-sanitization', 'bool', undefined, 'Suppress logging of sensitive fields; may add overhead.', {
+    flag('experimental-log-sanitization', 'bool', undefined, 'Suppress logging of sensitive fields; may add overhead.', { status: S,
       configField: 'logging.sanitization',
     }),
     flag('experimental-mounter-path', 'string', 'mount', 'Path of the mounter binary (removal in 1.23).'),
@@ -452,29 +452,29 @@ export const AGENT_FLAGS = [
       configField: 'kubeletCgroups',
     }),
     flag('lock-file', 'string', undefined, 'Lock file path (alpha).', { status: S }),
-    flag('log-backtrace-at', 'string', ':0', 'Emit a stack trace when logging hits that line (deprecated).', {
+    flag('log-backtrace-at', 'string', ':0', 'Emit a stack trace when logging hits that line (deprecated).', { status: S,
       typeName: 'traceLocation',
       validate: (v) => (/^[^:]*:\d+$/.test(v) ? undefined : 'must be of the form file:line'),
     }),
-    flag('log-dir', 'string', undefined, 'Directory for log files (deprecated).'),
-    flag('log-file', 'string', undefined, 'Log file (deprecated).'),
-    flag('log-file-max-size', 'uint', '1800', 'Maximum log file size in megabytes; 0 unlimited (deprecated).'),
-    flag('log-flush-frequency', 'duration', '5s', 'Maximum time between log flushes.', { validate: positive }),
+    flag('log-dir', 'string', undefined, 'Directory for log files (deprecated).', { status: S }),
+    flag('log-file', 'string', undefined, 'Log file (deprecated).', { status: S }),
+    flag('log-file-max-size', 'uint', '1800', 'Maximum log file size in megabytes; 0 unlimited (deprecated).', { status: S }),
+    flag('log-flush-frequency', 'duration', '5s', 'Maximum time between log flushes.', { status: S, validate: positive }),
     flag(
       'log-json-info-buffer-size',
       'string',
       '0',
       'Buffer for info messages in JSON split-stream mode (experimental); 0 disables buffering; accepts plain bytes or suffixed sizes.',
-      { configField: 'logging.options.json.infoBufferSize' },
+      { status: S, configField: 'logging.options.json.infoBufferSize' },
     ),
-    flag('log-json-split-stream', 'bool', 'false', 'JSON format: errors to stderr, info to stdout (experimental).', {
+    flag('log-json-split-stream', 'bool', 'false', 'JSON format: errors to stderr, info to stdout (experimental).', { status: S,
       configField: 'logging.options.json.splitStream',
     }),
-    flag('logging-format', 'enum', 'text', 'text or json; non-default is alpha.', {
+    flag('logging-format', 'enum', 'text', 'text or json; non-default is alpha.', { status: S,
       values: ['text', 'json'],
       configField: 'logging.format',
     }),
-    flag('logtostderr', 'bool', 'true', 'Log to standard error instead of files (deprecated).'),
+    flag('logtostderr', 'bool', 'true', 'Log to standard error instead of files (deprecated).', { status: S }),
     flag('make-iptables-util-chains', 'bool', 'true', 'Ensure iptables utility rules exist on the host.', {
       configField: 'makeIPTablesUtilChains',
     }),
@@ -561,7 +561,7 @@ export const AGENT_FLAGS = [
       'Traffic to IPs outside the range is masqueraded; 0.0.0.0/0 never masquerades (deprecated).',
       { validate: (v) => (isCIDR(v) ? undefined : 'must be a CIDR such as 10.0.0.0/8') },
     ),
-    flag('one-output', 'bool', 'false', 'Write logs only at their native severity (deprecated).'),
+    flag('one-output', 'bool', 'false', 'Write logs only at their native severity (deprecated).', { status: S }),
     flag('oom-score-adj', 'int32', '-999', 'oom-score-adj of the agent process; range [-1000,1000].', {
       configField: 'oomScoreAdj',
       validate: inRange(-1000, 1000),
@@ -670,9 +670,9 @@ export const AGENT_FLAGS = [
       'Use RuntimeDefault as default seccomp profile (alpha; requires gate SeccompDefault).',
     ),
     flag('serialize-image-pulls', 'bool', 'true', 'Pull images one at a time.', { status: S, configField: 'serializeImagePulls' }),
-    flag('skip-headers', 'bool', 'false', 'Avoid header prefixes in log messages (deprecated).'),
-    flag('skip-log-headers', 'bool', 'false', 'Avoid headers when opening log files (deprecated).'),
-    flag('stderrthreshold', 'int', '2', 'Logs at or above go to stderr (deprecated).'),
+    flag('skip-headers', 'bool', 'false', 'Avoid header prefixes in log messages (deprecated).', { status: S }),
+    flag('skip-log-headers', 'bool', 'false', 'Avoid headers when opening log files (deprecated).', { status: S }),
+    flag('stderrthreshold', 'int', '2', 'Logs at or above go to stderr (deprecated).', { status: S }),
     flag(
       'streaming-connection-idle-timeout',
       'duration',
@@ -712,7 +712,7 @@ export const AGENT_FLAGS = [
     }),
     flag('v', 'int', undefined, 'Log verbosity.', { status: S, short: 'v', typeName: 'Level' }),
     flag('version', 'bool', undefined, 'Print version and quit.', { status: S }),
-    flag('vmodule', 'string', undefined, 'File-filtered logging.', { typeName: 'pattern=N,...', validate: checkVmodule }),
+    flag('vmodule', 'string', undefined, 'File-filtered logging.', { status: S, typeName: 'pattern=N,...', validate: checkVmodule }),
     flag(
       'volume-plugin-dir',
       'string',

@@ -6,6 +6,7 @@ import { loadKubeconfig } from '../agent/client/kubeconfig.js';
 import { bootstrapClientCert } from '../agent/bootstrap.js';
 import { parseThresholds } from '../agent/eviction.js';
 import { acquireLock, watchLockContention } from '../agent/lockfile.js';
+import { agentLogger, checkLoggingOptions, klogDeprecationWarnings } from '../agent/logging.js';
 import { runOnce } from '../agent/runonce.js';
 import { parseDuration } from '../util/flags.js';
 import { parseQuantity } from '../util/quantity.js';
@@ -234,9 +235,18 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(versionLine(PROGRAM) + '\n');
     return;
   }
-  const log: Logger = (level, message) => {
-    process.stderr.write(`${PROGRAM}: ${level === 'error' ? 'E' : 'I'} ${message}\n`);
-  };
+  // klog's flags: pflag's deprecation warnings, then the logger they configure (files flushed at exit).
+  for (const w of klogDeprecationWarnings(options.explicitFlags)) process.stderr.write(`${w}\n`);
+  let logger;
+  try {
+    checkLoggingOptions(options);
+    logger = agentLogger(options, PROGRAM);
+  } catch (err) {
+    fail(PROGRAM, err);
+  }
+  const agentLog = logger;
+  process.on('exit', () => agentLog.stop());
+  const log: Logger = (level, message) => (level === 'error' ? agentLog.error(message) : agentLog.info(message));
   for (const w of options.configWarnings) log('error', w);
   const agentRef: { current?: Agent } = {};
   let agent: Agent;

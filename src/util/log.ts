@@ -7,8 +7,9 @@
  * A Logger is a value handed down to whoever logs (never a global); it is also callable, `log(message)`
  * being `log.info(message)`, so code written against `(message: string) => void` keeps working.
  */
-import { writeSync } from 'node:fs';
-import { basename } from 'node:path';
+import { closeSync, openSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
+import { hostname, tmpdir, userInfo } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 
 export type LogFormat = 'text' | 'json';
 
@@ -28,6 +29,179 @@ export interface LoggerOptions {
   /** For tests: the clock and the process id shown in lines. */
   now?: () => number;
   pid?: number;
+  /** klog's --skip-headers: lines without the header prefix (text format). */
+  skipHeaders?: boolean;
+  /** klog's --add-dir-header: the header names the file with its directory ('agent/agent.ts:12'). */
+  addDirHeader?: boolean;
+  /** klog's --log-backtrace-at 'file:line': a line logged there is followed by the stack of the call. */
+  backtraceAt?: string;
+  /** klog's file outputs (--logtostderr=false with --log-dir or --log-file). Absent: standard error only. */
+  files?: KlogFileOptions;
+  /** JSON format, --log-json-split-stream: info lines to standard output, errors to standard error. */
+  jsonSplitStream?: boolean;
+  /** --log-json-info-buffer-size in bytes: standard output buffered up to this size (0: written at once). */
+  jsonInfoBufferSize?: number;
+  /** Receives split-stream info text (default: standard output). */
+  stdoutSink?: (text: string) => void;
+}
+
+/** klog's output choices (klog 2.30, as kubelet 1.23 registers them). */
+export interface KlogFileOptions {
+  /** --logtostderr (default true): standard error only, files off. */
+  logtostderr?: boolean;
+  /** --alsologtostderr: files and standard error. */
+  alsologtostderr?: boolean;
+  /** --stderrthreshold (default 2 = ERROR): with files, this severity and above also go to standard error. */
+  stderrthreshold?: number;
+  /** --log-dir: directory of the per-severity files (default: the temporary directory). */
+  logDir?: string;
+  /** --log-file: one file for every severity, instead of --log-dir's files. */
+  logFile?: string;
+  /** --log-file-max-size in megabytes (default 1800; 0: unlimited). */
+  logFileMaxSizeMB?: number;
+  /** --one-output: a line goes to the file of its own severity only, not also to the lower ones. */
+  oneOutput?: boolean;
+  /** --skip-log-headers: no 'Log file created at' header in new files. */
+  skipLogHeaders?: boolean;
+  /** Names in --log-dir file names: program.host.user.log.SEVERITY.yyyymmdd-hhmmss.pid. */
+  program?: string;
+  host?: string;
+  user?: string;
+}
+
+const SEVERITY_NAMES = ['INFO', 'WARNING', 'ERROR'] as const;
+const SEVERITY_INDEX: Record<'I' | 'W' | 'E', number> = { I: 0, W: 1, E: 2 };
+
+interface OpenLogFile {
+  fd: number;
+  bytes: number;
+  pending: string[];
+}
+
+/**
+ * klog's file output: per-severity files in a directory (each line also in every lower severity's file unless
+ * oneOutput), each named program.host.user.log.SEVERITY.yyyymmdd-hhmmss.pid with a program.SEVERITY symlink to the
+ * newest, a new file when the size limit would be reached; or a single --log-file, created afresh at the first
+ * line and started again (truncated) when it would pass the limit. Files are opened at their first line.
+ */
+function klogFileOutput(o: KlogFileOptions, nowMs: () => number, pid: number) {
+  const maxBytes = (o.logFileMaxSizeMB ?? 1800) * 1024 * 1024;
+  const program = o.program ?? basename(process.argv[1] ?? 'node').replace(/\.(js|ts)$/, '');
+  const host = (o.host ?? hostname()).split('.')[0] ?? 'unknownhost';
+  let user = o.user;
+  if (user === undefined) {
+    try {
+      user = userInfo().username.replace(/\\/g, '_');
+    } catch {
+      user = 'unknownuser';
+    }
+  }
+  const files: (OpenLogFile | undefined)[] = [undefined, undefined, undefined];
+  let single: OpenLogFile | undefined;
+  const header = (t: Date): string =>
+    o.skipLogHeaders
+      ? ''
+      : `Log file created at: ${t.getFullYear()}/${pad2(t.getMonth() + 1)}/${pad2(t.getDate())} ${pad2(t.getHours())}:${pad2(t.getMinutes())}:${pad2(t.getSeconds())}\n` +
+        `Running on machine: ${host}\n` +
+        `Binary: Built with node ${process.version} for ${process.platform}/${process.arch}\n` +
+        'Log line format: [IWEF]mmdd hh:mm:ss.uuuuuu threadid file:line] msg\n';
+  const open = (path: string, flags: string): OpenLogFile => {
+    const f: OpenLogFile = { fd: openSync(path, flags, 0o666), bytes: 0, pending: [] };
+    const h = header(new Date(nowMs()));
+    if (h !== '') {
+      writeSync(f.fd, h);
+      f.bytes += Buffer.byteLength(h);
+    }
+    return f;
+  };
+  const createInDir = (sev: number): OpenLogFile => {
+    const t = new Date(nowMs());
+    const stamp = `${t.getFullYear()}${pad2(t.getMonth() + 1)}${pad2(t.getDate())}-${pad2(t.getHours())}${pad2(t.getMinutes())}${pad2(t.getSeconds())}`;
+    const name = `${program}.${host}.${user}.log.${SEVERITY_NAMES[sev]!}.${stamp}.${pid}`;
+    let lastErr: unknown;
+    for (const dir of o.logDir ? [o.logDir, tmpdir()] : [tmpdir()]) {
+      try {
+        // 'a': a second file within the same second continues the first rather than erasing it.
+        const f = open(join(dir, name), 'a');
+        const link = join(dir, `${program}.${SEVERITY_NAMES[sev]!}`);
+        try {
+          unlinkSync(link);
+        } catch {
+          // no link yet
+        }
+        try {
+          symlinkSync(name, link);
+        } catch {
+          // as klog: a missing symlink is not an error
+        }
+        return f;
+      } catch (err) {
+        lastErr = err;
+      }
+    }
+    throw new Error(`log: cannot create log: ${lastErr instanceof Error ? lastErr.message : String(lastErr)}`);
+  };
+  const flushFile = (f: OpenLogFile | undefined) => {
+    if (!f || f.pending.length === 0) return;
+    const text = f.pending.join('');
+    f.pending = [];
+    try {
+      writeSync(f.fd, text);
+    } catch {
+      // the disk is full or the file is gone: as klog, keep going
+    }
+  };
+  const append = (f: OpenLogFile, text: string, reopen: () => OpenLogFile): OpenLogFile => {
+    const n = Buffer.byteLength(text);
+    if (maxBytes > 0 && f.bytes + n >= maxBytes && f.bytes > 0) {
+      flushFile(f);
+      closeSync(f.fd);
+      f = reopen();
+    }
+    f.pending.push(text);
+    f.bytes += n;
+    return f;
+  };
+  const toStderr = (severity: number): boolean => o.alsologtostderr === true || severity >= (o.stderrthreshold ?? 2);
+  return {
+    toStderr,
+    write(severity: number, text: string) {
+      try {
+        if (o.logFile) {
+          single ??= open(o.logFile, 'w');
+          single = append(single, text, () => open(o.logFile!, 'w'));
+          return;
+        }
+        const targets = o.oneOutput ? [severity] : Array.from({ length: severity + 1 }, (_, i) => severity - i);
+        for (const s of targets) files[s] = append(files[s] ?? createInDir(s), text, () => createInDir(s));
+      } catch (err) {
+        // klog exits when it cannot create its files; a library must not: say it once on standard error.
+        try {
+          writeSync(2, `${err instanceof Error ? err.message : String(err)}\n`);
+        } catch {
+          // nothing left to tell
+        }
+      }
+    },
+    flush() {
+      flushFile(single);
+      for (const f of files) flushFile(f);
+    },
+    close() {
+      this.flush();
+      for (const f of [single, ...files]) if (f) closeSync(f.fd);
+      single = undefined;
+      files.fill(undefined);
+    },
+  };
+}
+
+/** klog's --log-backtrace-at value: ['file.ts', line], or undefined when unset (':0' or ''). */
+export function parseTraceLocation(text: string | undefined): [string, number] | undefined {
+  if (text === undefined || text === '' || text === ':0') return undefined;
+  const m = /^([^:]+):(\d+)$/.exec(text);
+  if (!m || !m[1]!.includes('.')) throw new Error(`--log-backtrace-at: syntax error: expect file.ts:234, got "${text}"`);
+  return [m[1]!, Number(m[2])];
 }
 
 export interface VerboseLogger {
@@ -142,6 +316,11 @@ function jsonValue(v: unknown): unknown {
 
 /** Buffered standard error: flushed every `everyMs`, when it grows past 64 KiB, and on flush(). */
 function bufferedStderr(everyMs: number): { write(text: string): void; flush(): void; stop(): void } {
+  return bufferedFd(2, everyMs, 64 * 1024);
+}
+
+/** Text to a file descriptor, flushed every `everyMs`, when it grows past `limit` bytes, and on flush(). */
+function bufferedFd(fd: number, everyMs: number, limit: number): { write(text: string): void; flush(): void; stop(): void } {
   let buffer: string[] = [];
   let size = 0;
   let stopped = false;
@@ -151,9 +330,9 @@ function bufferedStderr(everyMs: number): { write(text: string): void; flush(): 
     buffer = [];
     size = 0;
     try {
-      writeSync(2, text);
+      writeSync(fd, text);
     } catch {
-      // standard error is gone: nothing to do
+      // the stream is gone: nothing to do
     }
   };
   const timer = setInterval(flush, everyMs);
@@ -166,7 +345,7 @@ function bufferedStderr(everyMs: number): { write(text: string): void; flush(): 
       }
       buffer.push(text);
       size += text.length;
-      if (size > 64 * 1024) flush();
+      if (size > limit) flush();
     },
     flush,
     stop() {
@@ -188,9 +367,24 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   }
   const now = opts.now ?? (() => performance.timeOrigin + performance.now());
   const pid = opts.pid ?? process.pid;
-  const out = opts.sink ? { write: opts.sink, flush: () => {}, stop: () => {} } : bufferedStderr(opts.flushFrequencyMs ?? 5000);
+  const flushEvery = opts.flushFrequencyMs ?? 5000;
+  const out = opts.sink ? { write: opts.sink, flush: () => {}, stop: () => {} } : bufferedStderr(flushEvery);
   const sanitize = opts.sanitization ?? false;
   let verbosity = opts.verbosity ?? 0;
+  const trace = parseTraceLocation(opts.backtraceAt);
+  const files = opts.files && opts.files.logtostderr === false ? klogFileOutput(opts.files, now, pid) : undefined;
+  // JSON split stream: info to standard output, buffered up to --log-json-info-buffer-size.
+  const split = format === 'json' && opts.jsonSplitStream === true;
+  const stdout = split
+    ? opts.stdoutSink
+      ? { write: opts.stdoutSink, flush: () => {}, stop: () => {} }
+      : bufferedFd(1, flushEvery, opts.jsonInfoBufferSize ?? 0)
+    : undefined;
+  let fileTimer: NodeJS.Timeout | undefined;
+  if (files) {
+    fileTimer = setInterval(() => files.flush(), flushEvery);
+    fileTimer.unref();
+  }
 
   const cleanKV = (kv: unknown[]): unknown[] => {
     if (!sanitize) return kv;
@@ -203,25 +397,43 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     return copy;
   };
 
-  const emit = (severity: 'I' | 'W' | 'E', level: number, message: string, kv: unknown[], site: { file: string; line: string }) => {
+  const route = (severity: 'I' | 'W' | 'E', text: string) => {
+    if (stdout && severity !== 'E') return stdout.write(text);
+    if (!files) {
+      out.write(text);
+      if (severity !== 'I') out.flush();
+      return;
+    }
+    const sev = SEVERITY_INDEX[severity];
+    if (files.toStderr(sev)) {
+      out.write(text);
+      if (severity !== 'I') out.flush();
+    }
+    files.write(sev, text);
+  };
+
+  const emit = (severity: 'I' | 'W' | 'E', level: number, message: string, kv: unknown[], site: { path: string; file: string; line: string }) => {
     const pairs = cleanKV(kv);
+    const shown = opts.addDirHeader ? `${basename(dirname(site.path))}/${site.file}` : site.file;
+    let text: string;
     if (format === 'json') {
       // ts: milliseconds since the epoch as a float (component-base's epochMillisTimeEncoder).
-      const entry: Record<string, unknown> = { ts: Math.round(now() * 1000) / 1000, caller: `${site.file}:${site.line}`, msg: message };
+      const entry: Record<string, unknown> = { ts: Math.round(now() * 1000) / 1000, caller: `${shown}:${site.line}`, msg: message };
       if (severity !== 'E') entry.v = level;
       for (let i = 0; i + 1 < pairs.length; i += 2) entry[String(pairs[i])] = jsonValue(pairs[i + 1]);
       if (pairs.length % 2 === 1) entry['(MISSING)'] = jsonValue(pairs[pairs.length - 1]);
-      out.write(JSON.stringify(entry) + '\n');
+      text = JSON.stringify(entry) + '\n';
     } else {
-      let line = klogHeader(severity, now(), pid, `${site.file}:${site.line}`);
+      let line = opts.skipHeaders ? '' : klogHeader(severity, now(), pid, `${shown}:${site.line}`);
       if (pairs.length === 0) line += message;
       else {
         line += JSON.stringify(message);
         for (let i = 0; i < pairs.length; i += 2) line += ` ${String(pairs[i])}=${i + 1 < pairs.length ? textValue(pairs[i + 1]) : '"(MISSING)"'}`;
       }
-      out.write(line.endsWith('\n') ? line : line + '\n');
+      text = line.endsWith('\n') ? line : line + '\n';
+      if (trace && trace[0].replace(/\.(go|ts|js)$/, '') === site.file.replace(/\.(go|ts|js)$/, '') && String(trace[1]) === site.line) text += `${new Error('stack').stack?.split('\n').slice(1).join('\n') ?? ''}\n\n`;
     }
-    if (severity !== 'I') out.flush();
+    route(severity, text);
   };
 
   const info = (message: string, ...kv: unknown[]) => emit('I', 0, message, kv, callSite(info));
@@ -262,8 +474,21 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     v: { value: v },
     site: { value: site },
     format: { value: format },
-    flush: { value: () => out.flush() },
-    stop: { value: () => out.stop() },
+    flush: {
+      value: () => {
+        out.flush();
+        stdout?.flush();
+        files?.flush();
+      },
+    },
+    stop: {
+      value: () => {
+        out.stop();
+        stdout?.stop();
+        if (fileTimer) clearInterval(fileTimer);
+        files?.close();
+      },
+    },
     verbosity: {
       get: () => verbosity,
       set: (n: number) => {

@@ -107,6 +107,10 @@ const SUPPORTED = [
   // garbage collection and node status images
   'maximum-dead-containers', 'maximum-dead-containers-per-container', 'minimum-container-ttl-duration',
   'image-gc-high-threshold', 'image-gc-low-threshold', 'minimum-image-ttl-duration', 'node-status-max-images',
+  // logging: klog's output flags and component-base's format options
+  'add-dir-header', 'alsologtostderr', 'log-backtrace-at', 'log-dir', 'log-file', 'log-file-max-size',
+  'log-flush-frequency', 'log-json-info-buffer-size', 'log-json-split-stream', 'logging-format', 'logtostderr',
+  'one-output', 'skip-headers', 'skip-log-headers', 'stderrthreshold', 'vmodule', 'experimental-log-sanitization',
 ];
 
 /** Options beyond document 3: upstream KubeletConfiguration fields exposed as flags. */
