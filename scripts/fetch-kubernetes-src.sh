@@ -12,7 +12,7 @@ cache="${1:-${ORCH_KUBERNETES_SRC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/orch-ku
 mkdir -p "$cache"
 found() { find "$cache" -maxdepth 1 -type d -name 'kubernetes-*' | sort | tail -1; }
 dir="$(found)"
-if [ -n "$dir" ] && [ -f "$dir/staging/src/k8s.io/api/core/v1/generated.proto" ]; then
+if [ -n "$dir" ] && [ -f "$dir/staging/src/k8s.io/api/core/v1/generated.proto" ] && [ -f "$dir/staging/src/k8s.io/kube-aggregator/pkg/apis/apiregistration/v1/generated.proto" ]; then
   echo "$dir/staging/src/k8s.io"
   exit 0
 fi
@@ -37,14 +37,20 @@ Dir::Cache "$apt/cache";
 APT::Sandbox::User "root";
 CONF
 export APT_CONFIG="$apt/apt.conf"
-apt-get update -qq >&2 || true
-(cd "$cache" && apt-get source --download-only -qq kubernetes >&2)
-orig="$(ls "$cache"/kubernetes_*.orig.tar.gz | tail -1)"
+if ! ls "$cache"/kubernetes_*.orig.tar.gz >/dev/null 2>&1; then
+  apt-get update -qq >&2 || true
+fi
+orig="$(ls "$cache"/kubernetes_*.orig.tar.gz 2>/dev/null | tail -1)"
+if [ -z "$orig" ]; then
+  (cd "$cache" && apt-get source --download-only -qq kubernetes >&2)
+  orig="$(ls "$cache"/kubernetes_*.orig.tar.gz | tail -1)"
+fi
 # Only the files the generator and the tests read.
 tar -C "$cache" -xzf "$orig" --wildcards \
   '*/staging/src/k8s.io/api/*/generated.proto' '*/staging/src/k8s.io/api/*/types.go' \
   '*/staging/src/k8s.io/apimachinery/pkg/*/generated.proto' '*/staging/src/k8s.io/apimachinery/pkg/*/types.go' \
-  '*/staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/*.go'
+  '*/staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/*.go' \
+  '*/staging/src/k8s.io/kube-aggregator/pkg/apis/*/generated.proto' '*/staging/src/k8s.io/kube-aggregator/pkg/apis/*/types.go'
 dir="$(found)"
 [ -n "$dir" ] || { echo "no kubernetes source unpacked in $cache" >&2; exit 1; }
 echo "$dir/staging/src/k8s.io"

@@ -75,6 +75,9 @@ const RETYPED_AFTER_1_20 = {
 // ---------------------------------------------------------------------------------------------------------
 // generated.proto
 
+/** The source trees with messages of kinds orch serves. */
+const PROTO_DIRS = ['api', 'apimachinery', 'kube-aggregator'];
+
 function walk(dir, name, out = []) {
   for (const e of readdirSync(dir)) {
     const p = join(dir, e);
@@ -87,7 +90,7 @@ function walk(dir, name, out = []) {
 /** Full message name → { fields: [{name, no, type, label}] } (types made fully qualified). */
 function readProtos() {
   const messages = new Map();
-  const files = [...walk(join(src, 'api'), (e) => e === 'generated.proto'), ...walk(join(src, 'apimachinery'), (e) => e === 'generated.proto')];
+  const files = PROTO_DIRS.flatMap((d) => walk(join(src, d), (e) => e === 'generated.proto'));
   const scalars = new Set(['string', 'bool', 'int32', 'int64', 'bytes', 'double', 'float', 'uint32', 'uint64', 'fixed32', 'fixed64', 'sint32', 'sint64']);
   for (const file of files) {
     const text = readFileSync(file, 'utf8').replace(/\/\/[^\n]*/g, '');
@@ -114,7 +117,7 @@ function readProtos() {
 /** `${pkg}.${Struct}` → Map(protoName → {presence, inline, order}). */
 function readGoTypes() {
   const structs = new Map();
-  const dirs = new Set([...walk(join(src, 'api'), (e) => e === 'generated.proto'), ...walk(join(src, 'apimachinery'), (e) => e === 'generated.proto')].map(dirname));
+  const dirs = new Set(PROTO_DIRS.flatMap((d) => walk(join(src, d), (e) => e === 'generated.proto')).map(dirname));
   for (const dir of dirs) {
     const proto = readFileSync(join(dir, 'generated.proto'), 'utf8');
     const pkg = /\bpackage\s+([\w.]+);/.exec(proto)?.[1];
@@ -152,12 +155,12 @@ function readGoTypes() {
 
 /** 'k8s.io.api.core.v1.Pod' → 'core.v1.Pod'; meta, runtime, resource and intstr as src/util/protobuf.ts names them. */
 function shortName(full) {
-  for (const p of ['k8s.io.api.', 'k8s.io.apimachinery.pkg.apis.', 'k8s.io.apimachinery.pkg.api.', 'k8s.io.apimachinery.pkg.util.', 'k8s.io.apimachinery.pkg.']) {
+  for (const p of ['k8s.io.api.', 'k8s.io.kube_aggregator.pkg.apis.', 'k8s.io.apimachinery.pkg.apis.', 'k8s.io.apimachinery.pkg.api.', 'k8s.io.apimachinery.pkg.util.', 'k8s.io.apimachinery.pkg.']) {
     if (full.startsWith(p)) return full.slice(p.length);
   }
   return full;
 }
-const fromOpenAPI = (name) => name.replace(/^io\.k8s\./, 'k8s.io.');
+const fromOpenAPI = (name) => name.replace(/^io\.k8s\./, 'k8s.io.').replace(/^k8s\.io\.kube-aggregator\./, 'k8s.io.kube_aggregator.');
 
 /** Messages with their own JSON form (src/util/protobuf.ts codes them by name): their fields are not walked. */
 const CUSTOM = new Set([
@@ -262,7 +265,7 @@ function jsonFields(full, seen = new Set()) {
 }
 for (const [full, msg] of out) {
   if (!msg) continue;
-  const def = ALL_DEFINITIONS[full.replace(/^k8s\.io\./, 'io.k8s.')];
+  const def = ALL_DEFINITIONS[full.replace(/^k8s\.io\./, 'io.k8s.').replace(/^io\.k8s\.kube_aggregator\./, 'io.k8s.kube-aggregator.')];
   if (!def?.properties) continue;
   const have = jsonFields(full);
   for (const p of Object.keys(def.properties)) {
