@@ -43,14 +43,6 @@ export const KLOG_FLAGS: readonly string[] = [
   'stderrthreshold',
 ];
 
-const KLOG_DEPRECATION =
-  'will be removed in a future release, see https://github.com/kubernetes/enhancements/tree/master/keps/sig-instrumentation/2845-deprecate-klog-specific-flags-in-k8s-components';
-
-/** The warnings pflag prints for deprecated flags that were given: 'Flag --log-dir has been deprecated, ...'. */
-export function klogDeprecationWarnings(explicit: ReadonlySet<string>): string[] {
-  return KLOG_FLAGS.filter((f) => explicit.has(f)).map((f) => `Flag --${f} has been deprecated, ${KLOG_DEPRECATION}`);
-}
-
 /** --log-json-info-buffer-size in bytes: plain bytes or a quantity such as 64Ki. */
 export function infoBufferBytes(text: string): number {
   const q = tryParseQuantity(text.trim());

@@ -196,9 +196,10 @@ export const AGENT_FLAGS = [
       'string',
       '/opt/cni/bin',
       'Directories (comma-separated) searched for network plugin binaries; only with the built-in docker container runtime (deprecated with dockershim).',
+      { status: S },
     ),
-    flag('cni-cache-dir', 'string', '/var/lib/cni/cache', 'Directory for network plugin cache files; same restriction.'),
-    flag('cni-conf-dir', 'string', '/etc/cni/net.d', 'Directory searched for network plugin config files (alpha); same restriction.'),
+    flag('cni-cache-dir', 'string', '/var/lib/cni/cache', 'Directory for network plugin cache files; same restriction.', { status: S }),
+    flag('cni-conf-dir', 'string', '/etc/cni/net.d', 'Directory searched for network plugin config files (alpha); same restriction.', { status: S }),
     flag(
       'config',
       'string',
@@ -250,12 +251,14 @@ export const AGENT_FLAGS = [
       'string',
       'unix:///var/run/docker.sock',
       'Endpoint of the built-in runtime; only with that runtime (deprecated with dockershim).',
+      { status: S },
     ),
     flag(
       'dynamic-config-dir',
       'string',
       undefined,
       'Directory for checkpointing downloaded configurations; enables dynamic configuration; requires gate DynamicKubeletConfig (deprecated, removal planned in 1.23).',
+      { status: S },
     ),
     flag(
       'enable-controller-attach-detach',
@@ -324,12 +327,14 @@ export const AGENT_FLAGS = [
       'bool',
       'false',
       'Ignore hard eviction thresholds when computing node allocatable (removal in 1.23).',
+      { status: S },
     ),
     flag(
       'experimental-check-node-capabilities-before-mount',
       'bool',
       undefined,
       'Check the node for required components before mounting (removal in 1.23).',
+      { status: S },
     ),
     flag('experimental-kernel-memcg-notification', 'bool', undefined, 'Use kernelMemcgNotification (removal in 1.23).', {
       configField: 'kernelMemcgNotification',
@@ -400,6 +405,7 @@ export const AGENT_FLAGS = [
       'duration',
       '1m0s',
       'Cancel a pull with no progress by then; only with the built-in runtime (deprecated with dockershim).',
+      { status: S },
     ),
     flag(
       'image-service-endpoint',
@@ -519,8 +525,9 @@ export const AGENT_FLAGS = [
       'string',
       undefined,
       'Network plugin name; only with the built-in runtime (deprecated with dockershim).',
+      { status: S },
     ),
-    flag('network-plugin-mtu', 'int32', undefined, 'MTU passed to the plugin; 0 uses 1460. Same restriction.'),
+    flag('network-plugin-mtu', 'int32', undefined, 'MTU passed to the plugin; 0 uses 1460. Same restriction.', { status: S }),
     flag(
       'node-ip',
       'string',
@@ -608,7 +615,7 @@ export const AGENT_FLAGS = [
       configField: 'readOnlyPort',
       validate: inRange(0, 65535),
     }),
-    flag('really-crash-for-testing', 'bool', 'false', 'Crash on panic (testing; deprecated).'),
+    flag('really-crash-for-testing', 'bool', 'false', 'Crash on panic (testing; deprecated).', { status: S }),
     flag('register-node', 'bool', 'true', 'Register with the server; irrelevant without --orchconfig.', {
       status: S,
       configField: 'registerNode',

@@ -6,7 +6,8 @@ import { loadKubeconfig } from '../agent/client/kubeconfig.js';
 import { bootstrapClientCert } from '../agent/bootstrap.js';
 import { parseThresholds } from '../agent/eviction.js';
 import { acquireLock, watchLockContention } from '../agent/lockfile.js';
-import { agentLogger, checkLoggingOptions, klogDeprecationWarnings } from '../agent/logging.js';
+import { agentLogger, checkLoggingOptions } from '../agent/logging.js';
+import { allocatableEvictionHard, checkDeprecatedOptions, deprecationWarnings } from '../agent/deprecations.js';
 import { runOnce } from '../agent/runonce.js';
 import { parseDuration } from '../util/flags.js';
 import { parseQuantity } from '../util/quantity.js';
@@ -205,7 +206,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
         ...(options.providerId !== undefined ? { providerID: options.providerId } : {}),
         maxPods,
         reserved: [options.orchReserved ?? {}, options.systemReserved ?? {}],
-        evictionHard: options.evictionHard ?? {},
+        evictionHard: allocatableEvictionHard(options.evictionHard, options.experimentalAllocatableIgnoreEviction),
         containerRuntimeVersion: `${rt.runtimeName}://${rt.runtimeVersion}`,
         kubeletVersion: versionInfo().gitVersion,
         controllerManagedAttachDetach: options.enableControllerAttachDetach,
@@ -235,11 +236,12 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(versionLine(PROGRAM) + '\n');
     return;
   }
-  // klog's flags: pflag's deprecation warnings, then the logger they configure (files flushed at exit).
-  for (const w of klogDeprecationWarnings(options.explicitFlags)) process.stderr.write(`${w}\n`);
+  // pflag's deprecation warnings, then the logger of klog's flags (files flushed at exit).
+  for (const w of deprecationWarnings(options.explicitFlags)) process.stderr.write(`${w}\n`);
   let logger;
   try {
     checkLoggingOptions(options);
+    checkDeprecatedOptions(options);
     logger = agentLogger(options, PROGRAM);
   } catch (err) {
     fail(PROGRAM, err);

@@ -190,7 +190,10 @@ void describe('agent logging options', () => {
     const base = [`--root-dir=${join(dir, 'root')}`, `--pod-manifest-path=${join(dir, 'manifests')}`, '--enable-server=false', '--fail-swap-on=false', '--log-flush-frequency=100ms'];
     const logs = join(dir, 'logs');
     mkdirSync(logs); // as klog, a missing --log-dir falls back to the temporary directory
-    const inDir = await run([...base, '--logtostderr=false', `--log-dir=${logs}`], join(logs, 'orchlet.INFO'));
+    // with deprecated options that are accepted (src/agent/deprecations.ts)
+    const deprecated = ['--cni-bin-dir=/nowhere', '--really-crash-for-testing', '--experimental-check-node-capabilities-before-mount'];
+    const inDir = await run([...base, ...deprecated, '--logtostderr=false', `--log-dir=${logs}`], join(logs, 'orchlet.INFO'));
+    assert.match(inDir.stderr, /Flag --cni-bin-dir has been deprecated, will be removed along with dockershim\./);
     assert.match(inDir.stderr, /Flag --log-dir has been deprecated, will be removed in a future release, see https:\/\/github\.com\/kubernetes\/enhancements/);
     assert.match(inDir.stderr, /Flag --logtostderr has been deprecated/);
     assert.doesNotMatch(inDir.stderr, /running standalone/);

@@ -111,6 +111,10 @@ const SUPPORTED = [
   'add-dir-header', 'alsologtostderr', 'log-backtrace-at', 'log-dir', 'log-file', 'log-file-max-size',
   'log-flush-frequency', 'log-json-info-buffer-size', 'log-json-split-stream', 'logging-format', 'logtostderr',
   'one-output', 'skip-headers', 'skip-log-headers', 'stderrthreshold', 'vmodule', 'experimental-log-sanitization',
+  // deprecated options (src/agent/deprecations.ts)
+  'cni-bin-dir', 'cni-cache-dir', 'cni-conf-dir', 'docker-endpoint', 'dynamic-config-dir', 'image-pull-progress-deadline',
+  'network-plugin', 'network-plugin-mtu', 'experimental-allocatable-ignore-eviction',
+  'experimental-check-node-capabilities-before-mount', 'really-crash-for-testing',
 ];
 
 /** Options beyond document 3: upstream KubeletConfiguration fields exposed as flags. */

@@ -1,0 +1,66 @@
+/**
+ * orchlet's deprecated options, as kubelet 1.23 treats them: pflag prints 'Flag --name has been deprecated,
+ * <message>' for each one given, then the option does what it did, or is refused where kubelet refuses it.
+ *
+ * - klog's output flags (src/agent/logging.ts): KEP 2845's message, their effect unchanged.
+ * - The options of the built-in Docker adapter (dockershim): 'will be removed along with dockershim.' With
+ *   --container-runtime=remote kubelet ignores them, and so do we. Our built-in runtime (the process runtime,
+ *   standing for <runtime>) starts pods on the host's network and pulls no images, so it has no network plugin:
+ *   --network-plugin naming one is refused; the CNI directories, --network-plugin-mtu, --docker-endpoint and
+ *   --image-pull-progress-deadline have nothing to act on and are accepted.
+ * - --dynamic-config-dir: refused as kubelet refuses it without the DynamicKubeletConfig gate (a gate our gate
+ *   set, document 2's, does not have).
+ * - --experimental-allocatable-ignore-eviction: node allocatable is not reduced by the hard eviction thresholds.
+ * - --experimental-check-node-capabilities-before-mount: accepted; no volume type of ours needs node
+ *   components (mount helpers) to be checked.
+ * - --really-crash-for-testing: accepted; an uncaught error already ends the Node.js process.
+ */
+import { KLOG_FLAGS } from './logging.js';
+
+const KLOG_DEPRECATION =
+  'will be removed in a future release, see https://github.com/kubernetes/enhancements/tree/master/keps/sig-instrumentation/2845-deprecate-klog-specific-flags-in-k8s-components';
+const DOCKERSHIM = 'will be removed along with dockershim.';
+
+/** Deprecated flag -> pflag's deprecation message (kubelet 1.23). */
+export const DEPRECATED_FLAGS: ReadonlyMap<string, string> = new Map([
+  ...KLOG_FLAGS.map((f): [string, string] => [f, KLOG_DEPRECATION]),
+  ...['docker-endpoint', 'image-pull-progress-deadline', 'network-plugin', 'network-plugin-mtu', 'cni-conf-dir', 'cni-bin-dir', 'cni-cache-dir'].map(
+    (f): [string, string] => [f, DOCKERSHIM],
+  ),
+  [
+    'dynamic-config-dir',
+    'Feature DynamicKubeletConfig is deprecated in 1.22 and will not move to GA. It is planned to be removed from Kubernetes in the version 1.23. Please use alternative ways to update kubelet configuration.',
+  ],
+  ['experimental-allocatable-ignore-eviction', 'will be removed in 1.24 or later.'],
+  ['experimental-check-node-capabilities-before-mount', 'will be removed in a future version.'],
+  ['really-crash-for-testing', 'will be removed in a future version.'],
+]);
+
+/** The warnings for the deprecated flags given on the command line, in the table's order. */
+export function deprecationWarnings(explicit: ReadonlySet<string>): string[] {
+  return [...DEPRECATED_FLAGS].filter(([f]) => explicit.has(f)).map(([f, m]) => `Flag --${f} has been deprecated, ${m}`);
+}
+
+export interface DeprecatedOptionValues {
+  containerRuntime: string;
+  networkPlugin?: string | undefined;
+  dynamicConfigDir?: string | undefined;
+  explicitFlags: ReadonlySet<string>;
+}
+
+/** The refusals: --dynamic-config-dir without its gate, a network plugin for the built-in runtime. */
+export function checkDeprecatedOptions(o: DeprecatedOptionValues): void {
+  if (o.explicitFlags.has('dynamic-config-dir')) {
+    throw new Error('the DynamicKubeletConfig feature gate must be enabled in order to use the --dynamic-config-dir flag');
+  }
+  if (o.containerRuntime !== 'remote' && (o.networkPlugin ?? '') !== '') {
+    throw new Error(
+      `--network-plugin=${o.networkPlugin!}: the built-in runtime runs pods on the host's network and has no network plugins (use --container-runtime=remote, whose runtime configures the pod network)`,
+    );
+  }
+}
+
+/** The hard eviction thresholds that reduce node allocatable: none with --experimental-allocatable-ignore-eviction. */
+export function allocatableEvictionHard(evictionHard: Record<string, string> | undefined, ignore: boolean): Record<string, string> {
+  return ignore ? {} : (evictionHard ?? {});
+}
