@@ -9,6 +9,7 @@ import { benchAuthz } from './authz.js';
 import { benchContainerd } from './containerd.js';
 import { benchStartup } from './startup.js';
 import { benchStorage } from './storage.js';
+import { benchProtobuf } from './protobuf.js';
 
 const benches: Record<string, (scale: number) => Promise<unknown>> = {
   storage: benchStorage,
@@ -18,6 +19,7 @@ const benches: Record<string, (scale: number) => Promise<unknown>> = {
   podstart: benchPodStart,
   authz: benchAuthz,
   containerd: benchContainerd,
+  protobuf: benchProtobuf,
 };
 
 const scale = Number(process.env.BENCH_SCALE ?? '1');
