@@ -4,8 +4,8 @@
  * the name of the IngressClass annotated ingressclass.kubernetes.io/is-default-class=true. With several
  * default classes the Ingress is refused (403); with none it is left alone.
  */
+import { lister } from './informer.js';
 import { apiErrors } from '../errors.js';
-import type { KObject } from '../kind.js';
 import type { Admission, ResourceStore } from '../store.js';
 import { objOf, podSpec } from './pod-helpers.js';
 
@@ -13,16 +13,15 @@ const DEFAULT_ANNOTATION = 'ingressclass.kubernetes.io/is-default-class';
 const CLASS_ANNOTATION = 'kubernetes.io/ingress.class';
 
 export function defaultIngressClass(classes: () => ResourceStore | undefined): Admission {
+  const cached = lister(classes);
   return {
     async mutate(a) {
       if (a.operation !== 'CREATE' || a.decl.group !== 'networking.k8s.io' || a.decl.resource !== 'ingresses' || a.subresource !== '' || !a.object) return;
       const spec = podSpec(a.object);
       if (spec['ingressClassName'] !== undefined && spec['ingressClassName'] !== null) return;
       if (CLASS_ANNOTATION in objOf(a.object.metadata?.annotations)) return;
-      const store = classes();
-      if (!store) return;
-      const items = ((await store.list({ namespace: '' }, {}))['items'] ?? []) as KObject[];
-      const defaults = items.filter((c) => objOf(c.metadata?.annotations)[DEFAULT_ANNOTATION] === 'true');
+      if (!cached.served()) return;
+      const defaults = (await cached.list('')).filter((c) => objOf(c.metadata?.annotations)[DEFAULT_ANNOTATION] === 'true');
       if (defaults.length === 0) return;
       if (defaults.length > 1) {
         throw apiErrors.forbidden(

@@ -3,16 +3,17 @@
  * a new PersistentVolumeClaim that names no class (neither spec.storageClassName nor the beta annotation
  * volume.beta.kubernetes.io/storage-class) gets the default StorageClass, the one annotated
  * storageclass.kubernetes.io/is-default-class=true. More than one default class refuses the claim (403,
- * as 1.23 does). The classes are read from storage.
+ * as 1.23 does). The classes are read from an in-memory copy (informer.ts), as Kubernetes' lister.
  */
+import { lister } from './informer.js';
 import { apiErrors } from '../errors.js';
-import type { KObject } from '../kind.js';
 import type { Admission, ResourceStore } from '../store.js';
 import { isDefaultClass } from '../kinds/storageclass/index.js';
 
 export const BETA_STORAGE_CLASS_ANNOTATION = 'volume.beta.kubernetes.io/storage-class';
 
 export function defaultStorageClass(storageClasses: () => ResourceStore | undefined): Admission {
+  const classes = lister(storageClasses);
   return {
     async mutate(a) {
       if (a.operation !== 'CREATE' || a.decl.group !== '' || a.decl.resource !== 'persistentvolumeclaims' || a.subresource !== '' || !a.object) return;
@@ -20,10 +21,8 @@ export function defaultStorageClass(storageClasses: () => ResourceStore | undefi
       if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return;
       const s = spec as Record<string, unknown>;
       if ((s['storageClassName'] !== undefined && s['storageClassName'] !== null) || a.object.metadata?.annotations?.[BETA_STORAGE_CLASS_ANNOTATION] !== undefined) return;
-      const store = storageClasses();
-      if (!store) return;
-      const list = await store.list({ namespace: '' }, {});
-      const defaults = ((list['items'] ?? []) as KObject[]).filter(isDefaultClass);
+      if (!classes.served()) return;
+      const defaults = (await classes.list('')).filter(isDefaultClass);
       if (defaults.length > 1) {
         // Kubernetes wraps the internal error getDefaultClass returns in a Forbidden.
         throw apiErrors.forbidden({ group: '', resource: 'persistentvolumeclaims' }, a.name, `Internal error occurred: ${defaults.length} default StorageClasses were found`);

@@ -9,6 +9,7 @@
  * Our store runs admission after the pod strategy's PrepareForCreate (Kubernetes runs it before), so the
  * pod's status.qosClass is computed again once defaults are set.
  */
+import { lister } from './informer.js';
 import { apiErrors } from '../errors.js';
 import type { KObject } from '../kind.js';
 import type { Admission, AdmissionAttributes, ResourceStore } from '../store.js';
@@ -162,12 +163,8 @@ function validatePVC(pvc: KObject, range: KObject, errs: string[]): void {
 }
 
 export function limitRanger(limitRanges: () => ResourceStore | undefined): Admission {
-  const ranges = async (a: AdmissionAttributes): Promise<KObject[]> => {
-    const store = limitRanges();
-    if (!store) return [];
-    const list = await store.list({ namespace: a.namespace }, {});
-    return ((list['items'] ?? []) as KObject[]).filter((r) => limitItems(r).length > 0);
-  };
+  const cached = lister(limitRanges);
+  const ranges = async (a: AdmissionAttributes): Promise<KObject[]> => (await cached.list(a.namespace)).filter((r) => limitItems(r).length > 0);
   const refuse = (a: AdmissionAttributes, errs: string[]) =>
     apiErrors.forbidden({ group: a.decl.group, resource: a.decl.resource }, a.name, errs.length === 1 ? errs[0]! : `[${errs.join(', ')}]`);
   return {
@@ -175,7 +172,7 @@ export function limitRanger(limitRanges: () => ResourceStore | undefined): Admis
       if (applies(a) !== 'pod') return;
       const found = await ranges(a);
       if (found.length === 0) return;
-      for (const r of found) defaultPod(a.object!, r);
+      for (const r of found) defaultPod(a.object!, structuredClone(r));
       if (isObject(a.object!['status'])) a.object!['status']['qosClass'] = podQOSClass(a.object!);
     },
     async validate(a) {

@@ -6,8 +6,9 @@
  *     that differs from the class's, is refused (403). On update, a priority or preemptionPolicy dropped
  *     from the object is kept from the old one.
  *   - validate, priorityclasses: only one class may be the global default.
- * The classes are read from storage (the plugin's lister in Kubernetes).
+ * The classes are read from an in-memory copy (informer.ts), as Kubernetes' plugin reads its lister.
  */
+import { lister, type Lister } from './informer.js';
 import { apiErrors, isStatusError } from '../errors.js';
 import type { KObject } from '../kind.js';
 import type { Admission, AdmissionAttributes, ResourceStore } from '../store.js';
@@ -16,10 +17,9 @@ type Json = Record<string, any>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The global default class: of those marked globalDefault, the one with the lowest value. */
-async function defaultClass(classes: ResourceStore): Promise<KObject | undefined> {
-  const list = await classes.list({ namespace: '' }, {});
+async function defaultClass(classes: Lister): Promise<KObject | undefined> {
   let best: KObject | undefined;
-  for (const pc of (list['items'] ?? []) as KObject[]) {
+  for (const pc of await classes.list('')) {
     if (pc['globalDefault'] === true && (best === undefined || (pc['value'] ?? 0) < (best['value'] ?? 0))) best = pc;
   }
   return best;
@@ -29,7 +29,7 @@ function forbidden(a: AdmissionAttributes, message: string): Error {
   return apiErrors.forbidden({ group: a.decl.group, resource: a.decl.resource }, a.name, message);
 }
 
-async function admitPodCreate(a: AdmissionAttributes, spec: Json, classes: ResourceStore): Promise<void> {
+async function admitPodCreate(a: AdmissionAttributes, spec: Json, classes: Lister): Promise<void> {
   let priority = 0;
   let policy: string | undefined = 'PreemptLowerPriority';
   const named = typeof spec['priorityClassName'] === 'string' ? spec['priorityClassName'] : '';
@@ -43,7 +43,7 @@ async function admitPodCreate(a: AdmissionAttributes, spec: Json, classes: Resou
   } else {
     let pc: KObject;
     try {
-      pc = await classes.get({ namespace: '' }, named);
+      pc = await classes.get('', named);
     } catch (err) {
       if (isStatusError(err, 'NotFound')) throw forbidden(a, `no PriorityClass with name ${named} was found`);
       throw err;
@@ -70,6 +70,7 @@ async function admitPodCreate(a: AdmissionAttributes, spec: Json, classes: Resou
 }
 
 export function priorityAdmission(priorityClasses: () => ResourceStore | undefined): Admission {
+  const cached = lister(priorityClasses);
   return {
     async mutate(a) {
       if (a.decl.group !== '' || a.decl.resource !== 'pods' || a.subresource !== '' || !a.object || !isObject(a.object['spec'])) return;
@@ -80,15 +81,13 @@ export function priorityAdmission(priorityClasses: () => ResourceStore | undefin
         if (spec['preemptionPolicy'] === undefined && old['preemptionPolicy'] !== undefined) spec['preemptionPolicy'] = old['preemptionPolicy'];
         return;
       }
-      const classes = priorityClasses();
-      if (a.operation === 'CREATE' && classes) await admitPodCreate(a, spec, classes);
+      if (a.operation === 'CREATE' && cached.served()) await admitPodCreate(a, spec, cached);
     },
     async validate(a) {
       if (a.decl.group !== 'scheduling.k8s.io' || a.decl.resource !== 'priorityclasses' || a.subresource !== '' || !a.object) return;
       if (a.operation !== 'CREATE' && a.operation !== 'UPDATE') return;
-      const classes = priorityClasses();
-      if (a.object['globalDefault'] !== true || !classes) return;
-      const dpc = await defaultClass(classes);
+      if (a.object['globalDefault'] !== true || !cached.served()) return;
+      const dpc = await defaultClass(cached);
       if (dpc && (a.operation === 'CREATE' || dpc.metadata?.name !== a.name)) {
         throw forbidden(a, `PriorityClass ${dpc.metadata?.name ?? ''} is already marked as default. Only one default can exist`);
       }
