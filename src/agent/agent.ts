@@ -16,8 +16,10 @@ import type { BackoffOptions } from './backoff.js';
 import type { Json } from './client/client.js';
 import { NO_EVENTS } from './events.js';
 import { ContainerGC, DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, ImageGC, nodeImages, type ContainerGCPolicy, type ImageGCPolicy } from './gc.js';
+import type { SysctlAllowlist } from './sysctl.js';
 import { admitUnderPressure, dirUsage, EvictionManager, observe, type PodUsage, type Threshold } from './eviction.js';
 import { ContainerLogManager } from './logrotate.js';
+import { unmountOrphans, volumePath, volumeUsage } from './volumes.js';
 import { fsSize } from './node/hostinfo.js';
 import { RuntimeState, type RuntimeConditionLike } from './node/runtimestate.js';
 import { LABEL_POD_UID } from './podsync.js';
@@ -78,6 +80,8 @@ export interface AgentConfig {
   certificates?: CertificateRotationConfig;
   /** Pods the node admits at once (--max-pods, capped by --pods-per-core); default 110. Others fail with OutOfpods. */
   maxPods?: number;
+  /** Pod sysctl admission (--allowed-unsafe-sysctls): refused pods fail with SysctlForbidden; unset admits all. */
+  sysctls?: SysctlAllowlist;
   /** The node's allocatable cpu (cores) and memory (bytes), for resourceFieldRef without limits. */
   allocatable?: { cpu: number; memory: number };
   /** Node-pressure eviction; none when unset. */
@@ -107,6 +111,15 @@ export interface AgentConfig {
    * detach): on a CRI runtime the containers outlive the agent and the next one adopts them.
    */
   stopPodsOnExit?: boolean;
+  /** --keep-terminated-pod-volumes: volumes of Succeeded/Failed pods stay until the pod is deleted. */
+  keepTerminatedPodVolumes?: boolean;
+  /** --experimental-mounter-path: the binary that mounts tmpfs volumes (default 'mount'). */
+  mounterPath?: string;
+  /**
+   * --volume-stats-agg-period in ms: how often each pod's volume usage is measured for
+   * /stats/summary (kubelet: 1 min); 0 or unset: no volume stats.
+   */
+  volumeStatsAggPeriodMs?: number;
   log?: (level: 'info' | 'error', message: string) => void;
 }
 
@@ -132,6 +145,9 @@ export class Agent implements ServerHost {
   private resyncTimer: NodeJS.Timeout | undefined;
   private evictionTimer: NodeJS.Timeout | undefined;
   private housekeepingTimer: NodeJS.Timeout | undefined;
+  private volumeStatsTimer: NodeJS.Timeout | undefined;
+  /** Each pod's volume usage, measured every --volume-stats-agg-period (uid → VolumeStats of /stats/summary). */
+  private readonly volumeStats = new Map<string, Json[]>();
   private readonly evictionManager: EvictionManager | undefined;
   private readonly logManager: ContainerLogManager | undefined;
   private unsubscribe: (() => void) | undefined;
@@ -227,6 +243,9 @@ export class Agent implements ServerHost {
       ...(config.allocatable ? { allocatable: config.allocatable } : {}),
       resync: (uid) => this.workers.sync(uid),
       probeTerminationGracePeriod: config.featureGates?.ProbeTerminationGracePeriod === true,
+      keepTerminatedPodVolumes: config.keepTerminatedPodVolumes === true,
+      ...(config.mounterPath !== undefined ? { mounterPath: config.mounterPath } : {}),
+      log: (l, m) => this.log(l, m),
       // the syncer keeps one dead instance per container; a policy keeping more (or all) needs it to leave them
       leaveDeadInstancesToGC: ![0, 1].includes(config.gc?.containers?.maxPerPodContainer ?? 1),
     });
@@ -274,6 +293,12 @@ export class Agent implements ServerHost {
       await this.evictionPass();
     }
     this.logManager?.start();
+    const statsPeriod = this.config.volumeStatsAggPeriodMs ?? 0;
+    if (statsPeriod > 0) {
+      void this.measureVolumes();
+      this.volumeStatsTimer = setInterval(() => void this.measureVolumes(), statsPeriod);
+      this.volumeStatsTimer.unref();
+    }
     if (this.config.podManifestPath !== undefined && this.config.podManifestPath !== '') {
       this.fileSource = new FileSource({
         path: resolve(this.config.podManifestPath),
@@ -350,7 +375,11 @@ export class Agent implements ServerHost {
     }
   }
 
-  /** Removes the runtime's sandboxes of pods that no source holds (orphans of an earlier agent). */
+  /**
+   * Removes the runtime's sandboxes of pods that no source holds (orphans of an earlier agent), and
+   * unmounts the tmpfs volumes left under --root-dir by pods no worker holds (on a runtime that
+   * adopts pods the syncer's start-up sweep keeps them all: those of pods deleted meanwhile go here).
+   */
   async housekeeping(): Promise<void> {
     const known = new Set(this.workers.uids());
     const sandboxes = await this.runtime.listPodSandbox().catch(() => []);
@@ -361,6 +390,37 @@ export class Agent implements ServerHost {
       await this.runtime.stopPodSandbox(s.id, 0).catch(() => undefined);
       await this.runtime.removePodSandbox(s.id).catch((err: unknown) => this.log('error', `removing sandbox ${s.id}: ${String(err)}`));
     }
+    if (this.stopped) return;
+    const stillKnown = new Set([...known, ...this.workers.uids()]);
+    const gone = await unmountOrphans(resolve(this.config.rootDir), stillKnown).catch(() => []);
+    for (const m of gone) this.log('info', `unmounted ${m}: no source holds its pod`);
+  }
+
+  /** One measurement of every pod's volumes (--volume-stats-agg-period), as kubelet's volume stats cache. */
+  private async measureVolumes(): Promise<void> {
+    const seen = new Set<string>();
+    for (const { pod } of [...this.statusManager.all().values()]) {
+      if (this.stopped) return;
+      const uid = pod.metadata.uid;
+      seen.add(uid);
+      const podDir = this.syncer.podDir(uid);
+      const stats: Json[] = [];
+      for (const v of (pod.spec.volumes ?? []) as Json[]) {
+        const dir = volumePath(podDir, v);
+        if (dir === undefined || v.hostPath !== undefined) continue; // kubelet measures no hostPath volume
+        const [usage, fs] = await Promise.all([volumeUsage(dir), fsSize(dir).catch(() => undefined)]);
+        stats.push({
+          time: rfc3339(new Date()),
+          ...(fs ? { availableBytes: fs.available, capacityBytes: fs.capacity } : {}),
+          usedBytes: usage.bytes,
+          ...(fs ? { inodesFree: fs.inodesFree, inodes: fs.inodes } : {}),
+          inodesUsed: usage.inodes,
+          name: String(v.name),
+        });
+      }
+      this.volumeStats.set(uid, stats);
+    }
+    for (const uid of this.volumeStats.keys()) if (!seen.has(uid)) this.volumeStats.delete(uid);
   }
 
   /** The UIDs of the pods that run or may run (admitted, not finished, not being deleted): kubelet's active pods. */
@@ -383,6 +443,11 @@ export class Agent implements ServerHost {
     const refusal = admitUnderPressure(pod, pressure);
     let reason = 'Evicted';
     let message = refusal;
+    const sysctl = message === undefined ? this.config.sysctls?.check(pod) : undefined;
+    if (sysctl !== undefined) {
+      reason = 'SysctlForbidden';
+      message = `forbidden sysctl: ${sysctl}`;
+    }
     if (message === undefined) {
       const capacity = this.config.maxPods ?? 110;
       const used = this.activeUids().filter((uid) => uid !== pod.metadata.uid).length;
@@ -483,6 +548,7 @@ export class Agent implements ServerHost {
     clearInterval(this.resyncTimer);
     clearInterval(this.evictionTimer);
     clearInterval(this.housekeepingTimer);
+    clearInterval(this.volumeStatsTimer);
     for (const t of this.gcTimers) clearInterval(t);
     this.runtimeState.stop();
     this.logManager?.stop();
@@ -572,6 +638,7 @@ export class Agent implements ServerHost {
       podRef: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
       startTime: status.startTime,
       containers: status.containerStatuses.filter((c) => c.state.running).map((c) => ({ name: c.name, startTime: c.state.running?.startedAt })),
+      ...(this.volumeStats.has(pod.metadata.uid) ? { volume: this.volumeStats.get(pod.metadata.uid) } : {}),
     }));
     return {
       node: { nodeName: this.config.nodeName, systemContainers: [], startTime: rfc3339(this.startedAt), memory: mem, fs: fsStats, runtime: { imageFs: fsStats } },

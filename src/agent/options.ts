@@ -342,7 +342,7 @@ export const AGENT_FLAGS = [
     flag('experimental-log-sanitization', 'bool', undefined, 'Suppress logging of sensitive fields; may add overhead.', { status: S,
       configField: 'logging.sanitization',
     }),
-    flag('experimental-mounter-path', 'string', 'mount', 'Path of the mounter binary (removal in 1.23).'),
+    flag('experimental-mounter-path', 'string', 'mount', 'Path of the mounter binary (removal in 1.23).', { status: S }),
     flag('fail-swap-on', 'bool', 'true', 'Refuse to start if swap is enabled.', { status: S, configField: 'failSwapOn' }),
     flag(
       'feature-gates',
@@ -422,7 +422,7 @@ export const AGENT_FLAGS = [
       configField: 'iptablesMasqueradeBit',
       validate: inRange(0, 31),
     }),
-    flag('keep-terminated-pod-volumes', 'bool', 'false', 'Keep volumes of terminated pods mounted (deprecated).'),
+    flag('keep-terminated-pod-volumes', 'bool', 'false', 'Keep volumes of terminated pods mounted (deprecated).', { status: S }),
     flag(
       'kernel-memcg-notification',
       'bool',
@@ -728,6 +728,7 @@ export const AGENT_FLAGS = [
       { configField: 'volumePluginDir' },
     ),
     flag('volume-stats-agg-period', 'duration', '1m0s', 'Interval for computing and caching volume disk usage; 0 disables.', {
+      status: S,
       configField: 'volumeStatsAggPeriod',
     }),
   ]),
@@ -783,6 +784,7 @@ export const AGENT_FLAGS = [
     ),
     flag('tls-private-key-file', 'string', undefined, 'Key matching the certificate.', { status: S, configField: 'tlsPrivateKeyFile' }),
     flag('tls-min-version', 'enum', undefined, `One of ${TLS_VERSIONS.join(', ')}.`, {
+      status: S,
       values: TLS_VERSIONS,
       configField: 'tlsMinVersion',
     }),
@@ -791,7 +793,7 @@ export const AGENT_FLAGS = [
       'strings',
       undefined,
       `Cipher suites; omitted means the Go defaults. Preferred: ${TLS_PREFERRED_CIPHER_SUITES.join(', ')}. Insecure: ${AGENT_INSECURE_CIPHER_SUITES.join(', ')}.`,
-      { values: [...TLS_PREFERRED_CIPHER_SUITES, ...AGENT_INSECURE_CIPHER_SUITES], configField: 'tlsCipherSuites' },
+      { status: S, values: [...TLS_PREFERRED_CIPHER_SUITES, ...AGENT_INSECURE_CIPHER_SUITES], configField: 'tlsCipherSuites' },
     ),
     flag(
       'rotate-certificates',
@@ -824,7 +826,7 @@ export const AGENT_FLAGS = [
   ]),
   ...flagGroup('Limits', [
     flag('max-pods', 'int32', '110', 'Pods that can run on the node.', { status: S, configField: 'maxPods', validate: nonNegative }),
-    flag('max-open-files', 'int', '1000000', 'Files the agent process may open.', { configField: 'maxOpenFiles' }),
+    flag('max-open-files', 'int', '1000000', 'Files the agent process may open.', { status: S, configField: 'maxOpenFiles' }),
     flag(
       'orch-api-qps',
       'int32',

@@ -82,6 +82,8 @@ export interface PodSyncerOptions {
   log?: (level: 'info' | 'error', message: string) => void;
   /** --keep-terminated-pod-volumes: volumes of terminated pods stay until the pod is deleted. */
   keepTerminatedPodVolumes?: boolean;
+  /** --experimental-mounter-path: the mount binary for tmpfs volumes (default 'mount' on the PATH). */
+  mounterPath?: string;
   /**
    * Leave dead instances older than the previous one to the container garbage collector (whose
    * --maximum-dead-containers-per-container keeps more than one); by default they are removed as a
@@ -201,7 +203,7 @@ export class PodSyncer implements PodLifecycle {
     if (st.sandboxId === undefined) await this.adopt(pod, st);
     const sandboxId = await this.ensureSandbox(pod, st);
     this.objects.setPodRefs(pod.metadata.uid, podObjectRefs(pod));
-    let instances = await this.instances(st);
+    let instances = await this.instances(st, pod);
     let requeue: number | undefined;
     const wantRequeue = (ms: number | undefined): void => {
       if (ms !== undefined) requeue = requeue === undefined ? ms : Math.min(requeue, ms);
@@ -280,6 +282,7 @@ export class PodSyncer implements PodLifecycle {
       const uid = pod.metadata.uid;
       await setUpVolumes(this.envContext(pod, st), this.podDir(uid), {
         ...(this.tmpfs ? { tmpfs: this.tmpfs } : {}),
+        ...(this.o.mounterPath !== undefined ? { mounterPath: this.o.mounterPath } : {}),
         onTmpfsFallback: (_volume, message) => {
           if (this.tmpfsWarned.has(uid)) return;
           this.tmpfsWarned.add(uid);
@@ -427,10 +430,21 @@ export class PodSyncer implements PodLifecycle {
     return config;
   }
 
-  private async instances(st: PodState): Promise<Map<string, ContainerInstances>> {
+  /**
+   * The latest and previous instance of each container. A gone instance is no instance; any other
+   * failure to ask the runtime is kubelet's 'error determining status': a FailedSync event about the
+   * pod (when `pod` is given) and the pass fails (the workers retry it).
+   */
+  private async instances(st: PodState, pod?: Pod): Promise<Map<string, ContainerInstances>> {
     const out = new Map<string, ContainerInstances>();
+    const status = (id: string): Promise<rt.ContainerStatus | undefined> =>
+      this.o.runtime.containerStatus(id).catch((err: unknown) => {
+        if (pod === undefined || (err instanceof RuntimeError && err.code === 'NotFound')) return undefined;
+        this.podEvent(pod, 'Warning', 'FailedSync', `error determining status: ${errorText(err)}`);
+        throw err;
+      });
     for (const [name, ids] of st.ids) {
-      const [latest, previous] = await Promise.all(ids.slice(0, 2).map((id) => this.o.runtime.containerStatus(id).catch(() => undefined)));
+      const [latest, previous] = await Promise.all(ids.slice(0, 2).map(status));
       const inst: ContainerInstances = {};
       if (latest) inst.latest = latest;
       if (previous) inst.previous = previous;

@@ -180,6 +180,8 @@ export interface VolumeSetupOptions {
   tmpfs?: TmpfsState;
   /** A memory-backed volume stays on disk because tmpfs cannot be mounted. */
   onTmpfsFallback?: (volume: string, message: string) => void;
+  /** --experimental-mounter-path: the binary that mounts (called as mount(8) is); default 'mount'. */
+  mounterPath?: string;
 }
 
 /** Volume plugins kubelet backs with memory (its wrapped emptyDir has medium Memory). */
@@ -234,11 +236,11 @@ function quantityBytes(q: string): number {
  * Mounts a tmpfs on `dir` unless one is there; false when tmpfs is unavailable (the caller keeps
  * the directory on disk). The first failure marks tmpfs unavailable for the whole agent.
  */
-async function ensureTmpfs(dir: string, sizeBytes: number | undefined, state: TmpfsState): Promise<boolean> {
+async function ensureTmpfs(dir: string, sizeBytes: number | undefined, state: TmpfsState, mounter = 'mount'): Promise<boolean> {
   if (state.available === false) return false;
   if (await isMountPoint(dir)) return true;
   try {
-    await run('mount', ['-t', 'tmpfs', ...(sizeBytes !== undefined ? ['-o', `size=${sizeBytes}`] : []), 'tmpfs', dir]);
+    await run(mounter === '' ? 'mount' : mounter, ['-t', 'tmpfs', ...(sizeBytes !== undefined ? ['-o', `size=${sizeBytes}`] : []), 'tmpfs', dir]);
     state.available = true;
     return true;
   } catch (err) {
@@ -291,7 +293,7 @@ export async function setUpVolumes(ctx: EnvContext, podDir: string, o: VolumeSet
       await mkdir(dir, { recursive: true });
       let onTmpfs = false;
       if (memory) {
-        onTmpfs = await ensureTmpfs(dir, tmpfsSizeBytes(ctx.pod, v, ctx.allocatable.memory), tmpfs);
+        onTmpfs = await ensureTmpfs(dir, tmpfsSizeBytes(ctx.pod, v, ctx.allocatable.memory), tmpfs, o.mounterPath);
         if (!onTmpfs) o.onTmpfsFallback?.(name, `volume "${name}" is on disk, not tmpfs: mounting tmpfs failed on this node (${tmpfs.reason ?? 'unknown'})`);
       }
       // a fresh tmpfs keeps its own root mode (1777), as kubelet's does
@@ -406,4 +408,21 @@ export async function processMountView(pod: Pod, c: Container, podDir: string, r
     if (st && (st.mode & 0o001) === 0) await chmod(d, (st.mode & 0o7777) | 0o111).catch(() => undefined);
   }
   return root;
+}
+
+/** What a volume's directory holds: bytes on disk (du's blocks) and inodes (the directory included). */
+export async function volumeUsage(dir: string): Promise<{ bytes: number; inodes: number }> {
+  const st = await lstat(dir).catch(() => undefined);
+  if (!st) return { bytes: 0, inodes: 0 };
+  let bytes = st.blocks * 512;
+  let inodes = 1;
+  if (st.isDirectory()) {
+    const entries = await readdir(dir).catch(() => [] as string[]);
+    for (const e of entries) {
+      const u = await volumeUsage(join(dir, e));
+      bytes += u.bytes;
+      inodes += u.inodes;
+    }
+  }
+  return { bytes, inodes };
 }

@@ -6,6 +6,8 @@ import { loadKubeconfig } from '../agent/client/kubeconfig.js';
 import { bootstrapClientCert } from '../agent/bootstrap.js';
 import { parseThresholds } from '../agent/eviction.js';
 import { acquireLock, watchLockContention } from '../agent/lockfile.js';
+import { setMaxOpenFiles } from '../agent/rlimit.js';
+import { tlsCiphers, tlsMinVersion } from '../util/tls.js';
 import { agentLogger, checkLoggingOptions } from '../agent/logging.js';
 import { allocatableEvictionHard, checkDeprecatedOptions, deprecationWarnings } from '../agent/deprecations.js';
 import { runOnce } from '../agent/runonce.js';
@@ -89,6 +91,12 @@ export function podCapacity(maxPods: number, podsPerCore: number, cores: number)
   return podsPerCore > 0 ? Math.min(maxPods, podsPerCore * cores) : maxPods;
 }
 
+/** --tls-cipher-suites as the agent's server option (util/tls.ts maps the names as the server does). */
+function agentCiphers(suites: readonly string[], log: Logger): { tlsCiphers?: string } {
+  const ciphers = tlsCiphers(suites, (m) => log('error', m));
+  return ciphers !== undefined ? { tlsCiphers: ciphers } : {};
+}
+
 /** The agent's configuration from its parsed options (reads the kubeconfig, the client CA and the host's facts). */
 export async function agentConfigFromOptions(options: AgentOptions, log: Logger): Promise<AgentConfig> {
   const nodeName = nodeNameOf(options.hostnameOverride);
@@ -136,6 +144,9 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
       },
     },
     nodeStatusMaxImages: options.nodeStatusMaxImages,
+    keepTerminatedPodVolumes: options.keepTerminatedPodVolumes,
+    mounterPath: options.experimentalMounterPath,
+    volumeStatsAggPeriodMs: options.volumeStatsAggPeriod,
   };
   if (options.runonce) config.stopPodsOnExit = !runtime.detach;
   if (runtime.runsImages) {
@@ -174,6 +185,8 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     ...(options.clientCaFile !== undefined ? { clientCA: await readFile(options.clientCaFile, 'utf8') } : {}),
     ...(options.tlsCertFile !== undefined ? { tlsCertFile: options.tlsCertFile } : {}),
     ...(options.tlsPrivateKeyFile !== undefined ? { tlsPrivateKeyFile: options.tlsPrivateKeyFile } : {}),
+    ...(options.tlsMinVersion !== undefined && options.tlsMinVersion !== '' ? { tlsMinVersion: tlsMinVersion(options.tlsMinVersion) } : {}),
+    ...agentCiphers(options.tlsCipherSuites ?? [], log),
   };
   if (options.runonce) delete config.server; // a run-once agent serves nothing
   if (options.orchconfig !== undefined && options.orchconfig !== '') {
@@ -266,6 +279,10 @@ export async function main(argv: string[]): Promise<void> {
     }
     agent = new Agent(await agentConfigFromOptions(options, log));
     agentRef.current = agent;
+    // kubelet's RunKubelet: only logged when it fails (see src/agent/rlimit.ts)
+    await setMaxOpenFiles(options.maxOpenFiles).catch((err: unknown) =>
+      log('error', `Failed to set rlimit on max file handles: ${err instanceof Error ? err.message : String(err)}`),
+    );
   } catch (err) {
     fail(PROGRAM, err);
   }

@@ -107,6 +107,9 @@ const SUPPORTED = [
   // garbage collection and node status images
   'maximum-dead-containers', 'maximum-dead-containers-per-container', 'minimum-container-ttl-duration',
   'image-gc-high-threshold', 'image-gc-low-threshold', 'minimum-image-ttl-duration', 'node-status-max-images',
+  // TLS of the agent's servers, volumes, the process's file limit
+  'tls-min-version', 'tls-cipher-suites', 'keep-terminated-pod-volumes', 'experimental-mounter-path',
+  'volume-stats-agg-period', 'max-open-files',
   // logging: klog's output flags and component-base's format options
   'add-dir-header', 'alsologtostderr', 'log-backtrace-at', 'log-dir', 'log-file', 'log-file-max-size',
   'log-flush-frequency', 'log-json-info-buffer-size', 'log-json-split-stream', 'logging-format', 'logtostderr',
@@ -463,7 +466,7 @@ void describe('agent options: not implemented yet', () => {
     refused(['--kube-reserved-cgroup=/k'], '--kube-reserved-cgroup: not implemented yet');
     refused(['--orch-reserved-cgroup=/k'], '--orch-reserved-cgroup: not implemented yet');
     refused(['--cgroup-driver=systemd'], '--cgroup-driver: not implemented yet');
-    refused(['--tls-min-version=VersionTLS12'], '--tls-min-version: not implemented yet');
+    refused(['--cpu-manager-policy=static'], '--cpu-manager-policy: not implemented yet');
   });
 
   void it('refuses every later option, each with a valid value', () => {
@@ -475,7 +478,7 @@ void describe('agent options: not implemented yet', () => {
 
   void it('lets --help and --version through', () => {
     assert.equal(parseAgentOptions(['-h', '--kube-reserved-cgroup=/k']).help, true);
-    assert.equal(parseAgentOptions(['--version', '--tls-min-version=VersionTLS12']).version, true);
+    assert.equal(parseAgentOptions(['--version', '--cgroup-driver=systemd']).version, true);
     refused(['--version', '--feature-gates=Nope=true'], /unrecognized feature gate Nope/);
   });
 });

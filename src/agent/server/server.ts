@@ -12,6 +12,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { SecureVersion } from 'node:tls';
 import type { Pod } from '../types.js';
 import type { Json } from '../client/client.js';
 import { streamLog, type LogOptions } from './logs.js';
@@ -66,6 +67,10 @@ export interface AgentServerOptions extends AgentAuthOptions {
   key: string;
   /** --streaming-connection-idle-timeout in ms (default 4 h; 0: none). */
   streamingIdleTimeoutMs?: number;
+  /** --tls-min-version as Node's name; Node's default (TLS 1.2) when unset. */
+  tlsMinVersion?: SecureVersion;
+  /** --tls-cipher-suites as an OpenSSL cipher list (util/tls.ts); Node's defaults when unset. */
+  tlsCiphers?: string;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
@@ -143,8 +148,17 @@ export class AgentServers {
     (this.main as import('node:https').Server | undefined)?.setSecureContext({
       cert,
       key,
+      ...this.tlsOptions(),
       ...(this.o.clientCA !== undefined ? { ca: this.o.clientCA } : {}),
     });
+  }
+
+  /** --tls-min-version and --tls-cipher-suites as Node's options. */
+  private tlsOptions(): { minVersion?: SecureVersion; ciphers?: string } {
+    return {
+      ...(this.o.tlsMinVersion !== undefined ? { minVersion: this.o.tlsMinVersion } : {}),
+      ...(this.o.tlsCiphers !== undefined ? { ciphers: this.o.tlsCiphers } : {}),
+    };
   }
 
   /** The bound port of the main server (0 when it does not run). */
@@ -162,7 +176,7 @@ export class AgentServers {
     if (this.o.enableServer) {
       const routes = this.routes(true);
       this.main = createHttpsServer(
-        { cert: this.o.cert, key: this.o.key, ...(this.o.clientCA !== undefined ? { ca: this.o.clientCA, requestCert: true, rejectUnauthorized: false } : {}) },
+        { cert: this.o.cert, key: this.o.key, ...this.tlsOptions(), ...(this.o.clientCA !== undefined ? { ca: this.o.clientCA, requestCert: true, rejectUnauthorized: false } : {}) },
         (req, res) => this.serve(req, res, routes, true),
       );
       this.main.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
