@@ -36,7 +36,8 @@ export function bodyFormat(req: ApiRequest): 'json' | 'yaml' | 'protobuf' {
   const ct = contentType(req);
   if (ct === '' || ct === 'application/json' || ct === '*/*') return 'json';
   if (ct === 'application/yaml') return 'yaml';
-  if (ct === 'application/vnd.kubernetes.protobuf') return 'protobuf';
+  // Kubernetes' protobuf, also under the orch spelling of its media type.
+  if (ct === 'application/vnd.kubernetes.protobuf' || ct === 'application/vnd.orch.protobuf') return 'protobuf';
   throw apiErrors.unsupportedMediaType(
     `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf`,
   );

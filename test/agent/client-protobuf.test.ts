@@ -5,11 +5,12 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { ApiClient, ApiError, type Json, type WatchEvent } from '../../src/agent/client/client.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/eventually.js';
+import { decodeObject, encodeObject } from '../../src/util/protobuf.js';
 
 interface Seen {
   method: string;
@@ -137,6 +138,25 @@ describe('agent API client: protobuf', () => {
     } finally {
       w.stop();
     }
+  });
+
+  it('the server reads a body sent as application/vnd.orch.protobuf', async () => {
+    const body = encodeObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'orch-spelling' }, data: { a: 'b' } });
+    const answer = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+      const req = httpRequest(
+        `${proxyUrl}/api/v1/namespaces/pbw/configmaps`,
+        { method: 'POST', headers: { authorization: `Bearer ${c.token}`, 'content-type': 'application/vnd.orch.protobuf', accept: 'application/vnd.kubernetes.protobuf' } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (d: Buffer) => chunks.push(d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+    assert.equal(answer.status, 201);
+    assert.deepEqual(decodeObject(answer.body)['data'], { a: 'b' });
   });
 
   it('with application/json nothing is protobuf', async () => {
