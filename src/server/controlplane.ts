@@ -232,6 +232,7 @@ export async function createControlPlane(
       clearTimeout(timer);
     }
   });
+  const hooks = postStartHooks(server, !!server.flowControl);
   const serviceNetwork = serviceNetworkFrom(options, storage);
   serviceNetwork.log = logger;
   const registry: Registry = new Registry({
@@ -303,14 +304,20 @@ export async function createControlPlane(
     storage,
     registry,
     start: async () => {
+      hooks.done('start-kube-apiserver-admission-initializer', 'priority-and-fairness-filter');
       await registry.startWatchCaches();
+      hooks.done('generic-apiserver-start-informers', 'informer-sync');
       await bootstrapNamespaces(registry);
       const log = server.logger;
       await Promise.all([
-        reconcileBootstrapPolicy(registry),
-        ensureApfBootstrap(registry),
-        authenticationInfo ? publishAuthenticationInfo(registry, authenticationInfo) : undefined,
-        ensureSystemPriorityClasses(registry.store('scheduling.k8s.io', 'v1', 'priorityclasses')),
+        reconcileBootstrapPolicy(registry).then(() => hooks.done('rbac/bootstrap-roles')),
+        ensureApfBootstrap(registry).then(() => hooks.done('priority-and-fairness-config-producer')),
+        (authenticationInfo ? publishAuthenticationInfo(registry, authenticationInfo) : Promise.resolve()).then(() =>
+          hooks.done('start-cluster-authentication-info-controller'),
+        ),
+        ensureSystemPriorityClasses(registry.store('scheduling.k8s.io', 'v1', 'priorityclasses')).then(() =>
+          hooks.done('scheduling/bootstrap-system-priority-classes'),
+        ),
       ]);
       // The allocators are made consistent with the stored Services before any request can allocate.
       await repairServiceNetwork(registry.store('', 'v1', 'services')!, serviceNetwork, log);
@@ -323,6 +330,7 @@ export async function createControlPlane(
       });
       controllers.push(startApfBootstrapMaintainer(registry, log));
       if (server.flowControl) controllers.push(await startApfConfigController(registry, server.flowControl, log));
+      hooks.done('priority-and-fairness-config-consumer');
       if (options.enableGarbageCollector) controllers.push(startGarbageCollector(registry, log));
       controllers.push(startNodeLifecycleController(registry, { log }));
       controllers.push(startResourceQuotaController(registry, { log }));
@@ -352,6 +360,7 @@ export async function createControlPlane(
         log,
       });
       await kubernetesService.start();
+      hooks.done('bootstrap-controller');
     },
     stop: () =>
       (stopped ??= (async () => {
@@ -366,6 +375,32 @@ export async function createControlPlane(
         }
       })()),
   };
+}
+
+/**
+ * kube-apiserver 1.23's post-start hooks that orch has (not those of the apiextensions and aggregator
+ * servers), as health checks in its order: /livez, /readyz and /healthz list
+ * `poststarthook/<name>`, failing ('not finished') until start() has done that part; /readyz also has
+ * `informer-sync` (the watch caches started).
+ */
+function postStartHooks(server: ApiServer, priorityAndFairness: boolean): { done(...names: string[]): void } {
+  const finished = new Set<string>();
+  const check = (name: string) => () => {
+    if (!finished.has(name)) throw new Error('not finished');
+  };
+  server.addHealthCheck('informer-sync', check('informer-sync'), { livez: false });
+  const names = [
+    'start-kube-apiserver-admission-initializer',
+    'generic-apiserver-start-informers',
+    ...(priorityAndFairness ? ['priority-and-fairness-config-consumer', 'priority-and-fairness-filter'] : []),
+    'bootstrap-controller',
+    'rbac/bootstrap-roles',
+    'scheduling/bootstrap-system-priority-classes',
+    ...(priorityAndFairness ? ['priority-and-fairness-config-producer'] : []),
+    'start-cluster-authentication-info-controller',
+  ];
+  for (const name of names) server.addHealthCheck(`poststarthook/${name}`, check(name));
+  return { done: (...done) => done.forEach((n) => finished.add(n)) };
 }
 
 /** The namespaces every cluster has from its first start. */

@@ -29,7 +29,7 @@ export function cacheServesWatch(cache: WatchCache | undefined, opts: WatchOptio
 
 /**
  * Waits until the cache has reached the requested version (true); 504 Too large resource version after 3 s.
- * A storage watch that reports no progress (etcd's, between its rare progress notifications) cannot show
+ * A storage watch that reports no progress (etcd's before it has answered a progress request) cannot show
  * that a quiet resource has caught up with a version written elsewhere: when storage has reached the
  * version, the answer is false and the read goes to storage, which is then just as fresh.
  */
