@@ -22,6 +22,16 @@ export interface ApiDeps extends ResourceDeps {
   version: string;
   /** The kinds served over HTTP (--runtime-config); default every kind of the registry. */
   servedKinds?: readonly KindDecl[];
+  /** The aggregation layer (src/server/aggregator): takes the requests of other servers' group versions first. */
+  aggregator?: ApiAggregator;
+}
+
+/**
+ * What the aggregation layer answers before the local API: the group versions of non-local APIServices (proxied),
+ * and the discovery documents that list them (/apis, /apis/<group>). serve() returns false to let the local API answer.
+ */
+export interface ApiAggregator {
+  serve(req: ApiRequest, res: ApiResponse, path: string): boolean | Promise<boolean>;
 }
 
 function split(req: ApiRequest): { path: string; query: URLSearchParams } {
@@ -51,6 +61,7 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
   const api: Handler = async (req, res) => {
     const { path, query } = split(req);
     const method = req.method ?? 'GET';
+    if (deps.aggregator && (await deps.aggregator.serve(req, res, path))) return;
     if (isDiscoveryPath(path) && (method === 'GET' || method === 'HEAD')) {
       const r = serveDiscovery(kinds, {
         path,

@@ -37,6 +37,9 @@ import { startClusterRoleAggregation } from './controllers/clusterrole-aggregati
 import { apiAudiencesFrom, lateTokenAuthenticator, setupServiceAccounts, type ServiceAccountSetup } from './serviceaccounts.js';
 import { serviceAccountAdmission } from '../registry/admission/serviceaccount.js';
 import { authenticationInfoFrom, extraTokenAuthenticators, loadProxyClient, publishAuthenticationInfo, requestHeaderFrom } from './authenticators.js';
+import { Aggregator } from './aggregator/index.js';
+import { registerLocalAPIServices } from './controllers/apiservice-autoregister.js';
+import { startAPIServiceAvailability } from './controllers/apiservice-available.js';
 import { defaultTolerationSeconds } from '../registry/admission/default-toleration-seconds.js';
 import { priorityAdmission } from '../registry/admission/priority.js';
 import { limitRanger } from '../registry/admission/limitranger.js';
@@ -285,8 +288,17 @@ export async function createControlPlane(
   // Labelled as Kubernetes labels it, by the cached object type ('*core.PersistentVolumeClaim').
   const cachedTypes = () => new Map([...registry.watchCaches.values()].map((c) => [c.objectType, c.capacity]));
   server.metrics.gaugeFromMap({ name: 'watch_cache_capacity', help: 'Total capacity of watch cache broken by resource type.' }, 'resource', cachedTypes);
+  // The aggregation layer: APIServices, requests proxied to extension API servers (--enable-aggregator-routing).
+  const aggregator = new Aggregator({
+    registry,
+    servedKinds: served,
+    proxyClient: loadProxyClient(options),
+    enableAggregatorRouting: options.enableAggregatorRouting,
+    log: server.logger,
+  });
   installApi(server.mux, {
     registry,
+    aggregator,
     agentTransport: agentTransportFrom(options),
     servedKinds: served,
     signal: server.signal,
@@ -333,6 +345,8 @@ export async function createControlPlane(
       hooks.done('priority-and-fairness-config-consumer');
       if (options.enableGarbageCollector) controllers.push(startGarbageCollector(registry, log));
       controllers.push(startNodeLifecycleController(registry, { log }));
+      await registerLocalAPIServices(registry, served, log);
+      controllers.push(startAPIServiceAvailability(aggregator, { log }), { stop: () => aggregator.stop() });
       controllers.push(startResourceQuotaController(registry, { log }));
       controllers.push(startCsrApprovingController(registry, () => authz, log), startCsrCleaner(registry, log));
       const signingCA = signingCAFromClientCA(options.clientCaFile);

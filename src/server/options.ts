@@ -328,7 +328,9 @@ export const SERVER_FLAGS = [
       status: S,
     }),
     flag('egress-selector-config-file', 'string', undefined, 'Egress selector configuration file.'),
-    flag('enable-aggregator-routing', 'bool', 'false', 'Route aggregator requests to endpoint IPs rather than the cluster IP.'),
+    flag('enable-aggregator-routing', 'bool', 'false', 'Route aggregator requests to endpoint IPs rather than the cluster IP.', {
+      status: S,
+    }),
     flag(
       'enable-garbage-collector',
       'bool',

@@ -248,6 +248,7 @@ describe('aggregated discovery documents', () => {
     const items = aggregatedDiscovery(BUILTIN_KINDS, 'apis').items;
     assert.deepEqual(items.map((g) => g.metadata.name), [
       'admissionregistration.k8s.io',
+      'apiregistration.k8s.io',
       'authentication.k8s.io',
       'authorization.k8s.io',
       'certificates.k8s.io',

@@ -210,6 +210,8 @@ describe('OpenAPI v3', () => {
       'apis',
       'apis/admissionregistration.k8s.io',
       'apis/admissionregistration.k8s.io/v1',
+      'apis/apiregistration.k8s.io',
+      'apis/apiregistration.k8s.io/v1',
       'apis/authentication.k8s.io',
       'apis/authentication.k8s.io/v1',
       'apis/authorization.k8s.io',

@@ -26,6 +26,7 @@ import { csrKind } from './certificates/index.js';
 import { runtimeClassKind } from './runtimeclass/index.js';
 import { ingressClassKind, ingressKind } from './ingressclass/index.js';
 import { podSecurityPolicyKind } from './podsecuritypolicy/index.js';
+import { apiServiceKind } from './apiregistration/index.js';
 
 export { namespaceKind } from './namespace.js';
 export { pvcKind } from './pvc.js';
@@ -51,8 +52,9 @@ export { csrKind } from './certificates/index.js';
 export { runtimeClassKind } from './runtimeclass/index.js';
 export { ingressClassKind, ingressKind } from './ingressclass/index.js';
 export { podSecurityPolicyKind } from './podsecuritypolicy/index.js';
+export { apiServiceKind } from './apiregistration/index.js';
 
-export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, resourceQuotaKind, csrKind, runtimeClassKind, ingressClassKind, ingressKind, podSecurityPolicyKind];
+export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, resourceQuotaKind, csrKind, runtimeClassKind, ingressClassKind, ingressKind, podSecurityPolicyKind, apiServiceKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
 export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
