@@ -16,6 +16,7 @@ import type { BackoffOptions } from './backoff.js';
 import type { Json } from './client/client.js';
 import { NO_EVENTS } from './events.js';
 import { ContainerGC, DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, ImageGC, nodeImages, type ContainerGCPolicy, type ImageGCPolicy } from './gc.js';
+import type { SysctlAllowlist } from './sysctl.js';
 import { admitUnderPressure, dirUsage, EvictionManager, observe, type PodUsage, type Threshold } from './eviction.js';
 import { ContainerLogManager } from './logrotate.js';
 import { unmountOrphans, volumePath, volumeUsage } from './volumes.js';
@@ -79,6 +80,8 @@ export interface AgentConfig {
   certificates?: CertificateRotationConfig;
   /** Pods the node admits at once (--max-pods, capped by --pods-per-core); default 110. Others fail with OutOfpods. */
   maxPods?: number;
+  /** Pod sysctl admission (--allowed-unsafe-sysctls): refused pods fail with SysctlForbidden; unset admits all. */
+  sysctls?: SysctlAllowlist;
   /** The node's allocatable cpu (cores) and memory (bytes), for resourceFieldRef without limits. */
   allocatable?: { cpu: number; memory: number };
   /** Node-pressure eviction; none when unset. */
@@ -440,6 +443,11 @@ export class Agent implements ServerHost {
     const refusal = admitUnderPressure(pod, pressure);
     let reason = 'Evicted';
     let message = refusal;
+    const sysctl = message === undefined ? this.config.sysctls?.check(pod) : undefined;
+    if (sysctl !== undefined) {
+      reason = 'SysctlForbidden';
+      message = `forbidden sysctl: ${sysctl}`;
+    }
     if (message === undefined) {
       const capacity = this.config.maxPods ?? 110;
       const used = this.activeUids().filter((uid) => uid !== pod.metadata.uid).length;

@@ -159,6 +159,7 @@ export const AGENT_FLAGS = [
       configField: 'address',
     }),
     flag('allowed-unsafe-sysctls', 'strings', undefined, "Allow-list of unsafe sysctls or patterns ending in '*'.", {
+      status: S,
       configField: 'allowedUnsafeSysctls',
     }),
     flag('alsologtostderr', 'bool', 'false', 'Log to standard error as well as files (deprecated).', { status: S }),
@@ -570,6 +571,7 @@ export const AGENT_FLAGS = [
     ),
     flag('one-output', 'bool', 'false', 'Write logs only at their native severity (deprecated).', { status: S }),
     flag('oom-score-adj', 'int32', '-999', 'oom-score-adj of the agent process; range [-1000,1000].', {
+      status: S,
       configField: 'oomScoreAdj',
       validate: inRange(-1000, 1000),
     }),
@@ -600,6 +602,7 @@ export const AGENT_FLAGS = [
     flag('pods-per-core', 'int32', undefined, 'Pods per core; capped by --max-pods; 0 disables.', { status: S, configField: 'podsPerCore' }),
     flag('port', 'int32', '10250', 'Port to serve on.', { status: S, configField: 'port', validate: inRange(1, 65535) }),
     flag('protect-kernel-defaults', 'bool', 'false', 'Error if kernel tunables differ from agent defaults.', {
+      status: S,
       configField: 'protectKernelDefaults',
     }),
     flag('provider-id', 'string', undefined, 'Unique identifier of the node in a machine database.', { status: S, configField: 'providerID' }),

@@ -9,6 +9,8 @@ import { acquireLock, watchLockContention } from '../agent/lockfile.js';
 import { setMaxOpenFiles } from '../agent/rlimit.js';
 import { tlsCiphers, tlsMinVersion } from '../util/tls.js';
 import { agentLogger, checkLoggingOptions } from '../agent/logging.js';
+import { applyOomScoreAdj, setupKernelTunables, sysctlAllowlist } from '../agent/sysctl.js';
+import type { Logger as AgentLogger } from '../util/log.js';
 import { allocatableEvictionHard, checkDeprecatedOptions, deprecationWarnings } from '../agent/deprecations.js';
 import { runOnce } from '../agent/runonce.js';
 import { parseDuration } from '../util/flags.js';
@@ -123,6 +125,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     runtime,
     log,
     maxPods,
+    sysctls: sysctlAllowlist(options.allowedUnsafeSysctls ?? []),
     allocatable: { cpu: cpus().length || 1, memory: totalmem() },
     eviction: {
       thresholds,
@@ -233,6 +236,19 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
   return config;
 }
 
+/**
+ * --oom-score-adj and --protect-kernel-defaults. kubelet logs a failed oom_score_adj and goes on; it refuses to
+ * start when protected tunables differ. Unprotected, kubelet writes them; orchlet reports the differences
+ * instead of changing the kernel of the machine it runs on (kernel.panic, panic_on_oops): see README.
+ */
+function kernelSettings(options: AgentOptions, log: AgentLogger): void {
+  const why = applyOomScoreAdj(options.oomScoreAdj);
+  if (why !== undefined) log.warning('Failed to ApplyOOMScoreAdj', 'err', why);
+  const tunables = setupKernelTunables(options.protectKernelDefaults ? 'protect' : 'report');
+  if (tunables.errors.length > 0 && options.protectKernelDefaults) fail(PROGRAM, new Error(`Failed to start ContainerManager: [${tunables.errors.join(', ')}]`));
+  for (const c of tunables.changed) log.v(2).info('Kernel tunable differs from what kubelet sets; left unchanged', 'flag', c);
+}
+
 export async function main(argv: string[]): Promise<void> {
   let options: AgentOptions;
   try {
@@ -261,6 +277,7 @@ export async function main(argv: string[]): Promise<void> {
   }
   const agentLog = logger;
   process.on('exit', () => agentLog.stop());
+  if (process.platform === 'linux') kernelSettings(options, agentLog);
   const log: Logger = (level, message) => (level === 'error' ? agentLog.error(message) : agentLog.info(message));
   for (const w of options.configWarnings) log('error', w);
   const agentRef: { current?: Agent } = {};

@@ -118,6 +118,8 @@ const SUPPORTED = [
   'cni-bin-dir', 'cni-cache-dir', 'cni-conf-dir', 'docker-endpoint', 'dynamic-config-dir', 'image-pull-progress-deadline',
   'network-plugin', 'network-plugin-mtu', 'experimental-allocatable-ignore-eviction',
   'experimental-check-node-capabilities-before-mount', 'really-crash-for-testing',
+  // kernel settings (src/agent/sysctl.ts)
+  'allowed-unsafe-sysctls', 'oom-score-adj', 'protect-kernel-defaults',
 ];
 
 /** Options beyond document 3: upstream KubeletConfiguration fields exposed as flags. */

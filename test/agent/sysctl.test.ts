@@ -1,0 +1,121 @@
+/**
+ * Kernel settings of orchlet (src/agent/sysctl.ts): --protect-kernel-defaults on a temporary /proc/sys (never
+ * the host's), --oom-score-adj on a temporary file and on bin/orchlet's own process, and the pod sysctl
+ * allowlist of --allowed-unsafe-sysctls.
+ */
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { applyOomScoreAdj, KERNEL_TUNABLES, setupKernelTunables, sysctlAllowlist } from '../../src/agent/sysctl.js';
+import { eventually } from '../helpers/eventually.js';
+
+const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
+const dirs: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'orch-sysctl-'));
+  dirs.push(d);
+  return d;
+};
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A fake /proc/sys holding the host-like values (overcommit 0, panic 1, panic_on_oops 0). */
+function fakeProcSys(): string {
+  const root = tempDir();
+  const values: Record<string, number> = { 'vm/overcommit_memory': 0, 'kernel/panic': 1, 'kernel/panic_on_oops': 0 };
+  for (const [flag, expected] of KERNEL_TUNABLES) {
+    mkdirSync(dirname(join(root, flag)), { recursive: true });
+    writeFileSync(join(root, flag), `${values[flag] ?? expected}\n`);
+  }
+  return root;
+}
+
+void describe('kernel tunables and oom_score_adj', () => {
+  void it('protect: each differing tunable is an error; nothing written', () => {
+    const root = fakeProcSys();
+    const r = setupKernelTunables('protect', root);
+    assert.deepEqual(r.errors, [
+      'invalid kernel flag: vm/overcommit_memory, expected value: 1, actual value: 0',
+      'invalid kernel flag: kernel/panic, expected value: 10, actual value: 1',
+      'invalid kernel flag: kernel/panic_on_oops, expected value: 1, actual value: 0',
+    ]);
+    assert.equal(readFileSync(join(root, 'kernel/panic'), 'utf8'), '1\n');
+  });
+
+  void it('modify writes the expected values; report only lists them', () => {
+    const root = fakeProcSys();
+    assert.deepEqual(setupKernelTunables('report', root), {
+      changed: ['vm/overcommit_memory: 0 -> 1', 'kernel/panic: 1 -> 10', 'kernel/panic_on_oops: 0 -> 1'],
+      errors: [],
+    });
+    assert.equal(readFileSync(join(root, 'vm/overcommit_memory'), 'utf8'), '0\n');
+    const m = setupKernelTunables('modify', root);
+    assert.equal(m.changed.length, 3);
+    for (const [flag, expected] of KERNEL_TUNABLES) assert.equal(readFileSync(join(root, flag), 'utf8').trim(), String(expected));
+    assert.deepEqual(setupKernelTunables('protect', root).errors, []);
+  });
+
+  void it('writes oom_score_adj', () => {
+    const self = tempDir();
+    writeFileSync(join(self, 'oom_score_adj'), '0\n');
+    assert.equal(applyOomScoreAdj(-999, self), undefined);
+    assert.equal(readFileSync(join(self, 'oom_score_adj'), 'utf8'), '-999');
+  });
+
+  void it('bin/orchlet: --oom-score-adj on its own process, a warning where lowering is not permitted; --protect-kernel-defaults refuses differing tunables', async () => {
+    const dir = tempDir();
+    const capSysResource = (BigInt(`0x${/CapEff:\s*([0-9a-f]+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]!}`) >> 24n) & 1n;
+    const args = [`--root-dir=${join(dir, 'root')}`, `--pod-manifest-path=${join(dir, 'm')}`, '--enable-server=false', '--fail-swap-on=false', '--log-flush-frequency=100ms'];
+    const child = spawn(process.execPath, [ORCHLET, ...args, '--oom-score-adj=500'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    try {
+      await eventually('the agent runs', () => /running standalone/.test(stderr), { timeoutMs: 20_000 });
+      assert.equal(readFileSync(`/proc/${child.pid!}/oom_score_adj`, 'utf8').trim(), '500');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const lowered = spawnSync(process.execPath, [ORCHLET, ...args, '--runonce'], { encoding: 'utf8' });
+    if (capSysResource === 0n) assert.match(lowered.stderr, /"Failed to ApplyOOMScoreAdj" err=".*-999.*CAP_SYS_RESOURCE/);
+    else assert.doesNotMatch(lowered.stderr, /Failed to ApplyOOMScoreAdj/);
+
+    const host = setupKernelTunables('protect');
+    const protectedRun = spawnSync(process.execPath, [ORCHLET, ...args, '--runonce', '--protect-kernel-defaults'], { encoding: 'utf8' });
+    if (host.errors.length > 0) {
+      assert.equal(protectedRun.status, 1);
+      assert.match(protectedRun.stderr, /orchlet: Failed to start ContainerManager: \[invalid kernel flag: /);
+    } else assert.doesNotMatch(protectedRun.stderr, /ContainerManager/);
+  });
+});
+
+void describe('pod sysctls (--allowed-unsafe-sysctls)', () => {
+  const pod = (sysctls: string[], extra: Record<string, unknown> = {}) => ({
+    spec: { ...extra, securityContext: { sysctls: sysctls.map((name) => ({ name, value: '1' })) } },
+  });
+
+  void it('admits the safe set, refuses unsafe sysctls that are not allowed', () => {
+    const w = sysctlAllowlist();
+    assert.equal(w.check(pod(['kernel.shm_rmid_forced', 'net.ipv4.ip_local_port_range', 'net.ipv4.ip_unprivileged_port_start'])), undefined);
+    assert.equal(w.check(pod(['net.core.somaxconn'])), '"net.core.somaxconn" not allowlisted');
+    assert.equal(w.check({ spec: {} }), undefined);
+  });
+
+  void it('allows names and prefix* patterns, except network and IPC sysctls of pods on the host namespaces', () => {
+    const w = sysctlAllowlist(['net.core.somaxconn', 'kernel.msg*']);
+    assert.equal(w.check(pod(['net.core.somaxconn', 'kernel.msgmax'])), undefined);
+    assert.equal(w.check(pod(['kernel.sem'])), '"kernel.sem" not allowlisted');
+    assert.equal(w.check(pod(['net.core.somaxconn'], { hostNetwork: true })), '"net.core.somaxconn" not allowed with host net enabled');
+    assert.equal(w.check(pod(['kernel.msgmax'], { hostIPC: true })), '"kernel.msgmax" not allowed with host ipc enabled');
+    assert.equal(w.check(pod(['net.ipv4.tcp_syncookies'], { hostNetwork: true })), '"net.ipv4.tcp_syncookies" not allowed with host net enabled');
+  });
+
+  void it('refuses entries not known to be namespaced', () => {
+    assert.throws(() => sysctlAllowlist(['vm.swappiness']), /"vm.swappiness" is not known to be namespaced/);
+    assert.throws(() => sysctlAllowlist(['kernel.*']), /"kernel.\*" are not known to be namespaced/);
+  });
+});
