@@ -157,6 +157,8 @@ class TokenBucket {
  * Mode batch (Kubernetes' buffered plugin): events are queued (up to bufferSize; beyond that they are dropped
  * and counted as errors of plugin 'buffered', and the request goes on) and handed to the delegate in batches
  * of maxBatchSize, or smaller once maxBatchWait has passed, at most `throttle` batches per second.
+ * Batches of one with no wait and no throttle go straight to the delegate while nothing is queued (the
+ * delegate must not block: the log batches its writes, a webhook posts in the background).
  * shutdown() delivers everything still queued and waits for the deliveries.
  */
 export class BufferedBackend implements Backend {
@@ -186,6 +188,12 @@ export class BufferedBackend implements Backend {
   }
 
   processEvents(events: readonly AuditEvent[]): boolean {
+    // Batches of one sent at once (the log's defaults): with nothing queued or in flight, hand them over
+    // now rather than on the next turn of the event loop.
+    if (this.length === 0 && this.inFlight.size === 0 && this.config.maxBatchSize === 1 && this.config.maxBatchWaitMs <= 0 && !this.bucket && !this.closed) {
+      for (const ev of events) this.deliver([ev]);
+      return true;
+    }
     for (let i = 0; i < events.length; i++) {
       if (this.closed || this.length >= this.config.bufferSize) {
         const reason = this.closed ? 'audit backend shut down' : 'audit buffer queue blocked';
