@@ -678,6 +678,7 @@ export const AGENT_FLAGS = [
       'bool',
       undefined,
       'Use RuntimeDefault as default seccomp profile (alpha; requires gate SeccompDefault).',
+      { status: S },
     ),
     flag('serialize-image-pulls', 'bool', 'true', 'Pull images one at a time.', { status: S, configField: 'serializeImagePulls' }),
     flag('skip-headers', 'bool', 'false', 'Avoid header prefixes in log messages (deprecated).', { status: S }),

@@ -8,6 +8,7 @@ import { tryParseQuantity } from '../util/quantity.js';
 import type { DNSConfig, LinuxContainerResources, LinuxContainerSecurityContext, LinuxPodSandboxConfig, PortMapping } from './runtime/runtime.js';
 import { qosClass } from './status.js';
 import type { Container, Pod } from './types.js';
+import { seccompProfileOf, type SeccompOptions } from './seccomp.js';
 
 export interface PodConfigOptions {
   /** --cgroup-root: the cgroup all pods go under ('' or '/': the root). */
@@ -23,6 +24,8 @@ export interface PodConfigOptions {
   cpuCFSQuotaPeriodMs?: number;
   /** The node's memory in bytes (for the oom_score_adj of burstable containers). */
   memoryCapacity?: number;
+  /** --seccomp-default (with the SeccompDefault gate) and <root-dir>/seccomp: seccomp.ts. */
+  seccomp?: SeccompOptions;
 }
 
 /** kubelet's cgroup parent of a pod: <root>/kubepods[/burstable|/besteffort]/pod<uid>; undefined without --cgroups-per-qos. */
@@ -186,7 +189,7 @@ interface FullSecurityContext {
 }
 
 /** The container security context of an image runtime: the pod's and the container's, container fields first. */
-export function imageSecurityContext(pod: Pod, c: Container): LinuxContainerSecurityContext {
+export function imageSecurityContext(pod: Pod, c: Container, o: PodConfigOptions = {}): LinuxContainerSecurityContext {
   const podSC = (pod.spec.securityContext ?? {}) as FullSecurityContext;
   const sc = (c.securityContext ?? {}) as FullSecurityContext;
   const out: LinuxContainerSecurityContext = {};
@@ -200,5 +203,6 @@ export function imageSecurityContext(pod: Pod, c: Container): LinuxContainerSecu
   if (sc.capabilities) out.capabilities = { add: sc.capabilities.add ?? [], drop: sc.capabilities.drop ?? [] };
   const groups = [...(podSC.supplementalGroups ?? []), ...(podSC.fsGroup !== undefined ? [podSC.fsGroup] : [])];
   if (groups.length > 0) out.supplementalGroups = groups;
+  out.seccomp = seccompProfileOf(pod, c, o.seccomp);
   return out;
 }

@@ -541,7 +541,7 @@ export class PodSyncer implements PodLifecycle {
   containerConfig(pod: Pod, c: Container, attempt: number, resolved?: ReadonlyMap<string, string>): ContainerConfig | string {
     const images = this.o.runtime.runsImages === true;
     // An image runtime isolates the container: the image supplies user and command; the runtime refuses privileged.
-    const sc = images ? imageSecurityContext(pod, c) : effectiveSecurityContext(pod.spec.securityContext, c.securityContext);
+    const sc = images ? imageSecurityContext(pod, c, this.o.podConfig) : effectiveSecurityContext(pod.spec.securityContext, c.securityContext);
     const who = images ? { ok: true as const } : resolveIdentity(sc, this.o.allowPrivileged);
     if (!who.ok) return who.message;
     if (!images && (c.command?.length ?? 0) + (c.args?.length ?? 0) === 0) {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { Agent, nodeNameOf, type AgentConfig } from '../agent/agent.js';
 import { loadKubeconfig } from '../agent/client/kubeconfig.js';
 import { bootstrapClientCert } from '../agent/bootstrap.js';
@@ -161,6 +162,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
       cpuCFSQuota: options.cpuCfsQuota,
       cpuCFSQuotaPeriodMs: options.cpuCfsQuotaPeriod,
       memoryCapacity: totalmem(),
+      seccomp: { seccompDefault: options.seccompDefault === true, profileRoot: join(options.rootDir, 'seccomp') },
       ...(options.clusterDomain !== undefined ? { clusterDomain: options.clusterDomain } : {}),
     };
     config.imagePulls = { serialize: options.serializeImagePulls, qps: options.registryQps, burst: options.registryBurst };
@@ -271,6 +273,9 @@ export async function main(argv: string[]): Promise<void> {
   try {
     checkLoggingOptions(options);
     checkDeprecatedOptions(options);
+    if (options.seccompDefault === true && options.featureGates.SeccompDefault !== true) {
+      throw new Error('invalid configuration: seccompDefault true requires feature gate SeccompDefault');
+    }
     logger = agentLogger(options, PROGRAM);
   } catch (err) {
     fail(PROGRAM, err);

@@ -119,7 +119,7 @@ const SUPPORTED = [
   'network-plugin', 'network-plugin-mtu', 'experimental-allocatable-ignore-eviction',
   'experimental-check-node-capabilities-before-mount', 'really-crash-for-testing',
   // kernel settings (src/agent/sysctl.ts)
-  'allowed-unsafe-sysctls', 'oom-score-adj', 'protect-kernel-defaults',
+  'allowed-unsafe-sysctls', 'oom-score-adj', 'protect-kernel-defaults', 'seccomp-default',
 ];
 
 /** Options beyond document 3: upstream KubeletConfiguration fields exposed as flags. */

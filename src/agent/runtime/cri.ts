@@ -285,6 +285,12 @@ export class CriRuntime implements Runtime {
     if (sc.runAsGroup !== undefined) securityContext.runAsGroup = { value: sc.runAsGroup };
     if (sc.capabilities) securityContext.capabilities = { addCapabilities: sc.capabilities.add, dropCapabilities: sc.capabilities.drop };
     if (sc.supplementalGroups) securityContext.supplementalGroups = sc.supplementalGroups;
+    if (sc.seccomp) {
+      // Both spellings, as kubelet 1.23: the SecurityProfile and the older profile path.
+      securityContext.seccomp = { profileType: sc.seccomp.profileType, localhostRef: sc.seccomp.localhostRef ?? '' };
+      securityContext.seccompProfilePath =
+        sc.seccomp.profileType === 'RuntimeDefault' ? 'runtime/default' : sc.seccomp.profileType === 'Localhost' ? `localhost/${sc.seccomp.localhostRef ?? ''}` : 'unconfined';
+    }
     const out: cri.ContainerConfig = {
       metadata: { ...config.metadata },
       image: { image: config.image },

@@ -86,6 +86,8 @@ export interface LinuxContainerSecurityContext {
   capabilities?: { add: string[]; drop: string[] };
   supplementalGroups?: number[];
   noNewPrivs?: boolean;
+  /** The seccomp profile (seccomp.ts); image runtimes only, the process runtime has no seccomp filter. */
+  seccomp?: { profileType: 'RuntimeDefault' | 'Unconfined' | 'Localhost'; localhostRef?: string };
 }
 
 /** A host path mounted into a container (runtimes that run images). */

@@ -167,6 +167,13 @@ export interface LinuxContainerSecurityContext {
   runAsGroup?: Int64Value;
   maskedPaths?: string[];
   readonlyPaths?: string[];
+  seccompProfilePath?: string;
+  seccomp?: SecurityProfile;
+}
+
+export interface SecurityProfile {
+  profileType?: 'RuntimeDefault' | 'Unconfined' | 'Localhost';
+  localhostRef?: string;
 }
 
 export interface ContainerMetadata {
