@@ -6,6 +6,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { loadWebhookConfig, type WebhookTarget } from './audit/webhook.js';
+import { outgoingTraceparent } from '../util/tracecontext.js';
 
 type Json = Record<string, any>;
 
@@ -38,6 +39,8 @@ export function postJSON(target: WebhookTarget, body: string, timeoutMs: number)
   };
   if (target.token) headers['Authorization'] = `Bearer ${target.token}`;
   else if (target.basicAuth) headers['Authorization'] = `Basic ${target.basicAuth}`;
+  const traceparent = outgoingTraceparent();
+  if (traceparent) headers['traceparent'] = traceparent;
   return new Promise((resolve, reject) => {
     const opts = {
       method: 'POST',

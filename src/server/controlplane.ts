@@ -66,13 +66,13 @@ import {
   persistentVolumeLabel,
   securityContextDeny,
 } from '../registry/admission/pod-restrictions.js';
+import { mutatingWebhookAdmission, validatingWebhookAdmission, type WebhookAdmissionDeps } from '../registry/admission/webhook.js';
+import { resourceQuotaAdmission, parseQuotaConfig } from '../registry/admission/quota.js';
+import { startResourceQuotaController } from './controllers/resourcequota.js';
 import { certificateApproval, certificateSigning, certificateSubjectRestriction } from '../registry/admission/certificates.js';
 import { signingCAFromClientCA, startCsrSigningController } from './controllers/csr-signing.js';
 import { startCsrApprovingController } from './controllers/csr-approving.js';
 import { startCsrCleaner } from './controllers/csr-cleaner.js';
-import { mutatingWebhookAdmission, validatingWebhookAdmission, type WebhookAdmissionDeps } from '../registry/admission/webhook.js';
-import { resourceQuotaAdmission, parseQuotaConfig } from '../registry/admission/quota.js';
-import { startResourceQuotaController } from './controllers/resourcequota.js';
 import { parsePodSecurityConfig, podSecurity } from '../registry/admission/podsecurity/index.js';
 import { ensureSystemPriorityClasses } from '../registry/kinds/priorityclass/index.js';
 import {
@@ -161,6 +161,7 @@ export function serverConfigFrom(o: ServerOptions, logger?: (message: string) =>
     },
     maxConnectionBytesPerSec: o.maxConnectionBytesPerSec,
     responseCompression: o.featureGates.APIResponseCompression === true,
+    ...(o.tracingConfigFile !== undefined && o.featureGates.APIServerTracing ? { tracingConfigFile: o.tracingConfigFile } : {}),
     versionInfo,
     ...(logger ? { logger } : {}),
   };

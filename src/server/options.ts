@@ -475,7 +475,7 @@ export const SERVER_FLAGS = [
       `Media type used to store objects; kinds without a protobuf encoding are stored as JSON. One of ${STORAGE_MEDIA_TYPES.join(', ')}. Stored values are read whatever encoding they were written in.`,
       { status: S, values: STORAGE_MEDIA_TYPES },
     ),
-    flag('tracing-config-file', 'string', undefined, 'Tracing configuration file.'),
+    flag('tracing-config-file', 'string', undefined, 'Tracing configuration file.', { status: S }),
     flag('v', 'int', undefined, 'Log verbosity level.', { status: S, short: 'v' }),
     flag('version', 'bool', undefined, 'Print version and quit.', { status: S }),
     flag('vmodule', 'string', undefined, 'File-filtered logging (text format only).', {
@@ -966,6 +966,9 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
       '--max-requests-inflight plus --max-mutating-requests-inflight must be positive when --enable-priority-and-fairness is true',
       'max-requests-inflight',
     );
+  }
+  if (opts.tracingConfigFile !== undefined && opts.tracingConfigFile !== '' && !opts.featureGates.APIServerTracing) {
+    throw new FlagError('--tracing-config-file requires the APIServerTracing feature gate to be enabled', 'tracing-config-file');
   }
   if ((opts.tlsCertFile === undefined) !== (opts.tlsPrivateKeyFile === undefined)) {
     throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together', 'tls-cert-file');

@@ -44,6 +44,8 @@ import { registerUpgrade } from '../endpoints/streaming.js';
 import { recordTermination, withRequestMetrics, type RequestMetricsSink } from '../filters/metrics.js';
 import { withCompression, withConnectionThrottle } from '../filters/throttle.js';
 import { withHTTPLogging } from '../filters/httplog.js';
+import { withTracing, type RequestTracer } from '../filters/tracing.js';
+import { createTracer, loadTracingConfig, type ServerTracer } from './tracing.js';
 import { createLogger, loggerFromFunction, type Logger } from '../util/log.js';
 import { COMPAT_MAJOR, COMPAT_MINOR } from '../util/version.js';
 import { ServerMetrics, type MetricsConfig } from './metrics.js';
@@ -128,6 +130,8 @@ export interface ServerConfig {
   maxConnectionBytesPerSec?: number;
   /** Feature gate APIResponseCompression (default true): gzip of large non-watch responses. */
   responseCompression?: boolean;
+  /** --tracing-config-file (given only with APIServerTracing): request spans exported over OTLP/gRPC. */
+  tracingConfigFile?: string;
   /** The --audit-* options; without a policy file nothing is audited (responses still carry Audit-ID). */
   audit?: AuditConfig;
 }
@@ -415,6 +419,8 @@ export interface HandlerChainDeps {
   authorizer?: Authorizer;
   /** When given, requests are audited (withAudit inside authentication, failed authentications around it). */
   audit?: Omit<AuditDeps, 'longRunning'>;
+  /** When given, each request runs in a server span (withTracing, just inside the request-info filter). */
+  tracer?: RequestTracer;
 }
 
 /**
@@ -459,6 +465,8 @@ export function buildHandlerChain(apiHandler: Handler, deps: HandlerChainDeps, t
   if (notAccepting) use('retryAfter', (n) => withRetryAfter(n, { notAcceptingNewRequests: notAccepting }));
   const httpLog = deps.httpLog;
   if (httpLog) use('httpLogging', (n) => withHTTPLogging(n, { logger: httpLog }));
+  const tracer = deps.tracer;
+  if (tracer) use('tracing', (n) => withTracing(n, { tracer }));
   use('requestInfo', (n) => withRequestInfo(n));
   use('panicRecovery', (n) => withPanicRecovery(n, { logger: deps.logger }));
   use('auditID', (n) => withAuditID(n));
@@ -660,7 +668,8 @@ export async function createApiServer(config: ServerConfig): Promise<ApiServer> 
     ...(config.authorizer ? { authorizer: config.authorizer } : {}),
   };
   const audit = config.audit ? await buildAudit(config.audit, logger) : undefined;
-  return assembleServer(config, { logger, bindAddress, caCert: serving.caCert, tls, chain, reviewer, ...(audit ? { audit } : {}) });
+  const tracer = config.tracingConfigFile ? await createTracer(loadTracingConfig(config.tracingConfigFile), logger) : undefined;
+  return assembleServer(config, { logger, bindAddress, caCert: serving.caCert, tls, chain, reviewer, ...(audit ? { audit } : {}), ...(tracer ? { tracer } : {}) });
 }
 
 interface AssembleDeps {
@@ -671,6 +680,7 @@ interface AssembleDeps {
   chain: HandlerChainDeps;
   audit?: ServerAudit;
   reviewer: TokenReviewer;
+  tracer?: ServerTracer;
 }
 
 function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
@@ -704,6 +714,7 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
   const handle = buildHandlerChain(routerHandler(mux), {
     ...deps.chain,
     ...(deps.audit ? { audit: deps.audit.deps } : {}),
+    ...(deps.tracer ? { tracer: deps.tracer } : {}),
     metrics,
     httpLog: logger,
     compression: config.responseCompression ?? true,
@@ -760,7 +771,7 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
         await listener.close(config.shutdownTimeoutMs ?? 60_000);
       };
       // Audit batch buffers are flushed once no request can add to them.
-      stopping ??= serving().finally(() => deps.audit?.deps.backend.shutdown());
+      stopping ??= serving().finally(() => Promise.all([deps.audit?.deps.backend.shutdown(), deps.tracer?.shutdown()]));
       return stopping;
     },
   };

@@ -65,7 +65,7 @@ const DOCUMENT_2_OPTIONS = [
 /** The options the brief marks as supported for now. */
 const SUPPORTED = [
   'azure-container-registry-config', 'cloud-config', 'cloud-provider', 'cloud-provider-gce-l7lb-src-cidrs',
-  'enable-aggregator-routing',
+  'enable-aggregator-routing', 'tracing-config-file',
   'admission-control-config-file', 'advertise-address', 'allow-metric-labels', 'allow-privileged', 'apiserver-count', 'bind-address',
   'contention-profiling', 'cors-allowed-origins', 'disable-admission-plugins', 'enable-admission-plugins', 'enable-garbage-collector', 'disabled-metrics',
   'enable-priority-and-fairness', 'encryption-provider-config', 'endpoint-reconciler-type',
@@ -455,7 +455,7 @@ void describe('server options: feature gates and runtime config', () => {
 
 void describe('server options: not implemented yet', () => {
   void it('refuses options of later features when given', () => {
-    refused(['--tracing-config-file=/etc/tracing.yaml'], '--tracing-config-file: not implemented yet');
+    refused(['--tracing-config-file=/etc/tracing.yaml'], '--tracing-config-file requires the APIServerTracing feature gate to be enabled');
     refused(['--egress-selector-config-file=/etc/egress.yaml'], '--egress-selector-config-file: not implemented yet');
   });
 

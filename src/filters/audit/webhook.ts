@@ -14,6 +14,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dirname, isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { outgoingTraceparent } from '../../util/tracecontext.js';
 import { yaml } from '../../util/yaml.js';
 import { handlePluginError, type Backend, type PluginContext } from './backend.js';
 import { eventListJSON } from './encode.js';
@@ -177,6 +178,9 @@ export class WebhookBackend implements Backend {
     };
     if (this.target.token) headers.Authorization = `Bearer ${this.target.token}`;
     else if (this.target.basicAuth) headers.Authorization = `Basic ${this.target.basicAuth}`;
+    // Blocking mode runs in the request's span; batches are sent outside any request.
+    const traceparent = outgoingTraceparent();
+    if (traceparent) headers['traceparent'] = traceparent;
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
       const req = request(url, { method: 'POST', headers, agent: this.agent, timeout: this.options.requestTimeoutMs ?? 30_000 }, (res: IncomingMessage) => {

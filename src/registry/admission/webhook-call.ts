@@ -13,6 +13,7 @@ import { checkServerIdentity } from 'node:tls';
 import type { KObject } from '../kind.js';
 import type { ResourceStore } from '../store.js';
 import { isStatusError } from '../errors.js';
+import { outgoingTraceparent } from '../../util/tracecontext.js';
 
 export const ADMISSION_REVIEW_VERSIONS = ['v1', 'v1beta1'];
 
@@ -147,6 +148,12 @@ function transportError(err: NodeJS.ErrnoException, url: URL): string {
   }
 }
 
+/** The W3C traceparent of the request being served, when --tracing-config-file traces it. */
+function traceHeaders(): Record<string, string> {
+  const tp = outgoingTraceparent();
+  return tp ? { traceparent: tp } : {};
+}
+
 /** POSTs the body; resolves with the status and body, rejects with Go-worded transport errors. */
 function post(target: Target, ca: string | undefined, auth: WebhookAuth | undefined, body: string, timeoutMs: number): Promise<{ status: number; body: string }> {
   const shown = `Post "${target.url.toString()}"`;
@@ -163,6 +170,7 @@ function post(target: Target, ca: string | undefined, auth: WebhookAuth | undefi
           Accept: 'application/json, */*',
           'Content-Length': Buffer.byteLength(body),
           ...(auth?.token ? { Authorization: `Bearer ${auth.token}` } : auth?.basic ? { Authorization: `Basic ${auth.basic}` } : {}),
+          ...traceHeaders(),
         },
         ...(auth?.cert && auth.key ? { cert: auth.cert, key: auth.key } : {}),
         servername: isIP(target.serverName) ? '' : target.serverName,

@@ -1,0 +1,254 @@
+// --tracing-config-file under APIServerTracing: spans for requests received by an OTLP/gRPC receiver this
+// test runs on loopback (grpc-js with the collector's TraceService, decoded with a minimal copy of the OTLP
+// trace protos); the sampling rate; an incoming traceparent as parent; traceparent sent to a token webhook.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as grpc from '@grpc/grpc-js';
+import protobuf from 'protobufjs';
+import { stringify } from 'yaml';
+import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { parseServerOptions } from '../../src/server/options.js';
+
+const OTLP_PROTO = `
+syntax = "proto3";
+package opentelemetry.proto.collector.trace.v1;
+message ExportTraceServiceRequest { repeated ResourceSpans resource_spans = 1; }
+message ResourceSpans { Resource resource = 1; repeated ScopeSpans scope_spans = 2; }
+message Resource { repeated KeyValue attributes = 1; }
+message ScopeSpans { Scope scope = 1; repeated Span spans = 2; }
+message Scope { string name = 1; string version = 2; }
+message Span {
+  bytes trace_id = 1; bytes span_id = 2; string trace_state = 3; bytes parent_span_id = 4; string name = 5;
+  int32 kind = 6; fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8; repeated KeyValue attributes = 9;
+  Status status = 15;
+}
+message Status { string message = 2; int32 code = 3; }
+message KeyValue { string key = 1; AnyValue value = 2; }
+message AnyValue { oneof value { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; } }
+`;
+const Request = protobuf.parse(OTLP_PROTO, { keepCase: true }).root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
+
+interface Received {
+  resource: Record<string, unknown>;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  kind: number;
+  start: bigint;
+  end: bigint;
+  attributes: Record<string, unknown>;
+  status: { code: number; message: string };
+}
+
+function attrs(list: any[] | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const kv of list ?? []) {
+    const v = kv.value ?? {};
+    out[kv.key] = v.string_value ?? v.bool_value ?? (v.int_value !== undefined ? Number(v.int_value) : v.double_value);
+  }
+  return out;
+}
+
+/** An OTLP/gRPC trace receiver on 127.0.0.1. */
+async function startReceiver(): Promise<{ endpoint: string; spans: Received[]; close(): void }> {
+  const spans: Received[] = [];
+  const server = new grpc.Server();
+  server.addService(
+    {
+      Export: {
+        path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (b: Buffer) => b,
+        requestDeserialize: (b: Buffer) => b,
+        responseSerialize: (b: Buffer) => b,
+        responseDeserialize: (b: Buffer) => b,
+      },
+    },
+    {
+      Export: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        const msg = Request.toObject(Request.decode(call.request), { longs: String, bytes: Buffer }) as any;
+        for (const rs of msg.resource_spans ?? []) {
+          const resource = attrs(rs.resource?.attributes);
+          for (const ss of rs.scope_spans ?? []) {
+            for (const s of ss.spans ?? []) {
+              spans.push({
+                resource,
+                traceId: Buffer.from(s.trace_id).toString('hex'),
+                spanId: Buffer.from(s.span_id).toString('hex'),
+                parentSpanId: s.parent_span_id ? Buffer.from(s.parent_span_id).toString('hex') : '',
+                name: s.name,
+                kind: s.kind ?? 0,
+                start: BigInt(s.start_time_unix_nano ?? 0),
+                end: BigInt(s.end_time_unix_nano ?? 0),
+                attributes: attrs(s.attributes),
+                status: { code: s.status?.code ?? 0, message: s.status?.message ?? '' },
+              });
+            }
+          }
+        }
+        cb(null, Buffer.alloc(0));
+      },
+    },
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return { endpoint: `127.0.0.1:${port}`, spans, close: () => server.forceShutdown() };
+}
+
+async function waitFor<T>(what: string, probe: () => T | undefined): Promise<T> {
+  for (let i = 0; i < 300; i++) {
+    const v = probe();
+    if (v !== undefined) return v;
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const PARENT_ID = '00f067aa0ba902b7';
+
+describe('--tracing-config-file (APIServerTracing)', () => {
+  let dir: string;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let hook: Server;
+  const hookTraceparents: (string | undefined)[] = [];
+  let webhookConfig: string;
+  let c: TestCluster | undefined;
+  const savedDelay = process.env['OTEL_BSP_SCHEDULE_DELAY'];
+
+  const tracingFile = async (name: string, body: Record<string, unknown>): Promise<string> => {
+    const path = join(dir, name);
+    await writeFile(path, stringify({ apiVersion: 'apiserver.config.k8s.io/v1alpha1', kind: 'TracingConfiguration', ...body }));
+    return path;
+  };
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'orch-tracing-'));
+    receiver = await startReceiver();
+    process.env['OTEL_BSP_SCHEDULE_DELAY'] = '50';
+    hook = createServer((req, res) => {
+      hookTraceparents.push(req.headers['traceparent'] as string | undefined);
+      req.resume();
+      req.on('end', () => {
+        res.setHeader('Content-Type', 'application/json');
+        const status = { authenticated: true, user: { username: 'hooked', groups: ['system:masters'] } };
+        res.end(JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', status }));
+      });
+    });
+    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+    webhookConfig = join(dir, 'token-webhook.kubeconfig');
+    await writeFile(
+      webhookConfig,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'hook', cluster: { server: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/review` } }],
+        users: [{ name: 'apiserver', user: {} }],
+        contexts: [{ name: 'hook', context: { cluster: 'hook', user: 'apiserver' } }],
+        'current-context': 'hook',
+      }),
+    );
+  });
+
+  after(async () => {
+    await c?.stop();
+    if (savedDelay === undefined) delete process.env['OTEL_BSP_SCHEDULE_DELAY'];
+    else process.env['OTEL_BSP_SCHEDULE_DELAY'] = savedDelay;
+    receiver.close();
+    await new Promise((resolve) => hook.close(resolve));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('is refused without the APIServerTracing gate, and bad files stop the start', async () => {
+    const path = await tracingFile('all.yaml', { samplingRatePerMillion: 1_000_000 });
+    assert.throws(() => parseServerOptions([`--tracing-config-file=${path}`]), /--tracing-config-file requires the APIServerTracing feature gate to be enabled/);
+    const bad = await tracingFile('bad.yaml', { samplingRatePerMillion: 2_000_000 });
+    await assert.rejects(
+      startCluster(['--feature-gates=APIServerTracing=true', `--tracing-config-file=${bad}`]),
+      /samplingRatePerMillion: Invalid value: 2000000: sampling rate per million must be less than or equal to one million/,
+    );
+  });
+
+  it('exports a server span for a kubectl request, with otelhttp attributes', async () => {
+    const path = await tracingFile('all.yaml', { endpoint: receiver.endpoint, samplingRatePerMillion: 1_000_000 });
+    c = await startCluster([
+      '--feature-gates=APIServerTracing=true',
+      `--tracing-config-file=${path}`,
+      `--authentication-token-webhook-config-file=${webhookConfig}`,
+    ]);
+    const r = await c.kubectl(['get', 'namespaces', 'kube-system', '-o', 'name']);
+    assert.equal(r.code, 0, r.stderr);
+    const span = await waitFor('the kubectl span', () =>
+      receiver.spans.find((s) => s.attributes['http.target'] === '/api/v1/namespaces/kube-system' && String(s.attributes['http.user_agent']).startsWith('kubectl')),
+    );
+    assert.equal(span.name, 'KubernetesAPI');
+    assert.equal(span.kind, 2); // SERVER
+    assert.equal(span.resource['service.name'], 'apiserver');
+    assert.equal(span.attributes['http.method'], 'GET');
+    assert.equal(span.attributes['http.status_code'], 200);
+    assert.equal(span.attributes['http.scheme'], 'https');
+    assert.equal(span.attributes['http.server_name'], 'KubernetesAPI');
+    assert.equal(span.attributes['net.peer.ip'], '127.0.0.1');
+    assert.ok(Number(span.attributes['http.wrote_bytes']) > 0);
+    assert.match(span.traceId, /^[0-9a-f]{32}$/);
+    assert.equal(span.parentSpanId, '');
+    assert.equal(span.status.code, 0);
+    assert.ok(span.end >= span.start);
+
+    const missing = await c.request('GET', '/api/v1/namespaces/no-such-namespace');
+    assert.equal(missing.status, 404);
+    const failed = await waitFor('the 404 span', () => receiver.spans.find((s) => s.attributes['http.target'] === '/api/v1/namespaces/no-such-namespace'));
+    assert.equal(failed.attributes['http.status_code'], 404);
+    assert.equal(failed.status.code, 2); // ERROR, as otelhttp's semconv for 4xx
+  });
+
+  it('honours an incoming traceparent as parent and propagates the request span to the token webhook', async () => {
+    assert.ok(c);
+    hookTraceparents.length = 0;
+    const r = await c.request('GET', '/api/v1/namespaces/default', {
+      headers: { authorization: 'Bearer hooked-1', traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` },
+    });
+    assert.equal(r.status, 200, r.text);
+    const span = await waitFor('the child span', () => receiver.spans.find((s) => s.traceId === TRACE_ID && s.attributes['http.target'] === '/api/v1/namespaces/default'));
+    assert.equal(span.parentSpanId, PARENT_ID);
+    assert.deepEqual(hookTraceparents, [`00-${TRACE_ID}-${span.spanId}-01`]);
+  });
+
+  it('samplingRatePerMillion 0 exports nothing of its own, yet follows sampled parents and still propagates', async () => {
+    await c?.stop();
+    c = undefined;
+    const path = await tracingFile('none.yaml', { endpoint: receiver.endpoint, samplingRatePerMillion: 0 });
+    c = await startCluster([
+      '--feature-gates=APIServerTracing=true',
+      `--tracing-config-file=${path}`,
+      `--authentication-token-webhook-config-file=${webhookConfig}`,
+    ]);
+    receiver.spans.length = 0;
+    hookTraceparents.length = 0;
+    assert.equal((await c.kubectl(['get', 'namespaces'])).code, 0);
+    const unsampled = await c.request('GET', '/api/v1/namespaces/default', { headers: { authorization: 'Bearer hooked-2' } });
+    assert.equal(unsampled.status, 200);
+    const [tp] = hookTraceparents;
+    assert.match(tp ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    // A sampled parent is followed; its span ends after every request above, so it is exported with or after them.
+    const traceId = 'a'.repeat(32);
+    const r = await c.request('GET', '/api/v1/namespaces/kube-public', { headers: { traceparent: `00-${traceId}-${PARENT_ID}-01` } });
+    assert.equal(r.status, 200);
+    await waitFor('the sampled child span', () => receiver.spans.find((s) => s.traceId === traceId));
+    await c.stop();
+    c = undefined;
+    assert.deepEqual(
+      receiver.spans.map((s) => s.traceId),
+      [traceId],
+    );
+  });
+});
