@@ -32,6 +32,8 @@ export interface ApiDeps extends ResourceDeps {
  */
 export interface ApiAggregator {
   serve(req: ApiRequest, res: ApiResponse, path: string): boolean | Promise<boolean>;
+  /** The extension servers' /openapi/v2 documents, merged into ours (the same array while they are unchanged). */
+  openAPIV2Documents?(): readonly Record<string, unknown>[];
 }
 
 function split(req: ApiRequest): { path: string; query: URLSearchParams } {
@@ -90,7 +92,7 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
       query,
       accept: header(req, 'accept'),
       ifNoneMatch: header(req, 'if-none-match'),
-    }, { version: deps.version });
+    }, { version: deps.version }, deps.aggregator?.openAPIV2Documents?.());
     if (!r) return writeError(res, notFoundPath(), json);
     send(res, r.status, r.headers, r.body, req.method);
   };

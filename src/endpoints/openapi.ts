@@ -1049,6 +1049,41 @@ export class OpenAPIDocuments {
   }
 }
 
+/** /openapi/v2 with other servers' documents merged in (the aggregation layer): their paths and definitions added, ours kept. */
+interface MergedV2 {
+  v2Json: string;
+  v2Hash: string;
+  readonly v2Protobuf: Buffer;
+}
+
+const mergedCache = new WeakMap<readonly Json[], WeakMap<OpenAPIDocuments, MergedV2>>();
+
+function mergedV2(docs: OpenAPIDocuments, extra: readonly Json[]): MergedV2 {
+  let byDocs = mergedCache.get(extra);
+  if (!byDocs) mergedCache.set(extra, (byDocs = new WeakMap()));
+  let m = byDocs.get(docs);
+  if (!m) {
+    const doc: Json = { ...docs.v2, paths: { ...(docs.v2['paths'] ?? {}) }, definitions: { ...(docs.v2['definitions'] ?? {}) } };
+    for (const other of extra) {
+      for (const [k, v] of Object.entries((other['paths'] ?? {}) as Json)) if (!(k in doc['paths'])) doc['paths'][k] = v;
+      for (const [k, v] of Object.entries((other['definitions'] ?? {}) as Json)) if (!(k in doc['definitions'])) doc['definitions'][k] = v;
+    }
+    doc['paths'] = Object.fromEntries(Object.entries(doc['paths'] as Json).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    doc['definitions'] = Object.fromEntries(Object.entries(doc['definitions'] as Json).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    const v2Json = JSON.stringify(doc);
+    let pb: Buffer | undefined;
+    m = {
+      v2Json,
+      v2Hash: sha512Hex(v2Json),
+      get v2Protobuf() {
+        return (pb ??= encodeOpenAPIV2Protobuf(doc));
+      },
+    };
+    byDocs.set(docs, m);
+  }
+  return m;
+}
+
 const v3URL = (key: string, hash: string) => `/openapi/v3/${key}?hash=${hash}`;
 
 const documentCache = new WeakMap<readonly KindDecl[], WeakMap<Definitions, Map<string, OpenAPIDocuments>>>();
@@ -1111,18 +1146,25 @@ const notFound = (): OpenAPIResponse => ({ status: 404, body: '404 page not foun
  * /openapi/v3/<key>: JSON only (kubectl and client-go ask for JSON; the v3 protobuf form is not served and
  * counts as not acceptable); `?hash=` checked against the document's hash.
  */
-export function serveOpenAPI(kinds: readonly KindDecl[], definitions: Definitions, req: OpenAPIRequest, opts: OpenAPIOptions = {}): OpenAPIResponse | undefined {
+export function serveOpenAPI(
+  kinds: readonly KindDecl[],
+  definitions: Definitions,
+  req: OpenAPIRequest,
+  opts: OpenAPIOptions = {},
+  extraV2?: readonly Json[],
+): OpenAPIResponse | undefined {
   const path = req.path.replace(/\/+$/, '');
   if (path !== '/openapi/v2' && path !== '/openapi/v3' && !path.startsWith('/openapi/v3/')) return undefined;
   const docs = openAPIDocuments(kinds, definitions, opts);
   const clauses = parseAccept(req.accept || '*/*');
 
   if (path === '/openapi/v2') {
+    const v2 = extraV2?.length ? mergedV2(docs, extraV2) : docs;
     const vary = { Vary: 'Accept' };
     for (const clause of clauses) {
-      if (clauseMatches(clause, 'application', 'json')) return answer(docs.v2Json, 'application/json', docs.v2Hash, req.ifNoneMatch, vary);
+      if (clauseMatches(clause, 'application', 'json')) return answer(v2.v2Json, 'application/json', v2.v2Hash, req.ifNoneMatch, vary);
       if (clauseMatches(clause, 'application', 'com.github.proto-openapi.spec.v2@v1.0+protobuf') || clauseMatches(clause, 'application', 'com.github.proto-openapi.spec.v2.v1.0+protobuf')) {
-        return answer(docs.v2Protobuf, OPENAPI_V2_PROTOBUF_CONTENT_TYPE, docs.v2Hash, req.ifNoneMatch, vary);
+        return answer(v2.v2Protobuf, OPENAPI_V2_PROTOBUF_CONTENT_TYPE, v2.v2Hash, req.ifNoneMatch, vary);
       }
     }
     return notAcceptable(vary);

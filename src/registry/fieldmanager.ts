@@ -73,6 +73,7 @@ const ZERO_VALUES: Record<string, () => JsonObject> = {
   'io.k8s.api.networking.v1.Ingress': () => ({ spec: {}, status: { loadBalancer: {} } }),
   'io.k8s.api.networking.v1.IngressClass': () => ({ spec: {} }),
   'io.k8s.api.node.v1.RuntimeClass': () => ({ handler: '' }),
+  'io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService': () => ({ spec: { groupPriorityMinimum: 0, versionPriority: 0 }, status: {} }),
   'io.k8s.api.policy.v1beta1.PodSecurityPolicy': () => ({ spec: { seLinux: { rule: '' }, runAsUser: { rule: '' }, supplementalGroups: {}, fsGroup: {} } }),
 };
 

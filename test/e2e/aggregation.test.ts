@@ -2,7 +2,7 @@
  * The aggregation layer through kubectl: an extension API server the test runs on loopback over TLS (group
  * wardle.example.com/v1alpha1, resource flunders) registered by an APIService whose Service is an ExternalName
  * Service naming 127.0.0.1 (Endpoints may not hold loopback addresses, and cluster IPs are not routable here).
- * Checked: the local APIServices (kubectl get apiservices, Local), the Available condition (Passed,
+ * Checked: the local APIServices (kubectl get apiservices, Local), /openapi/v2 merged, the Available condition (Passed,
  * ServiceNotFound, FailedDiscoveryCheck when the server stops; EndpointsNotFound and MissingEndpoints with
  * --enable-aggregator-routing), discovery, and kubectl get flunders proxied with the --proxy-client-cert-file identity and the user in X-Remote-User /
  * X-Remote-Group (no Authorization header), after authorization (an impersonated user without rights gets 403
@@ -50,6 +50,17 @@ function extensionServer(cert: string, key: string, frontProxyCA: string, seen: 
     };
     const path = (req.url ?? '').split('?')[0];
     if (!entry.user) return json(401, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Unauthorized', code: 401, message: 'no X-Remote-User' });
+    if (path === '/openapi/v2') {
+      return json(200, {
+        swagger: '2.0',
+        info: { title: 'wardle', version: 'v0' },
+        paths: { [`/apis/${GROUP}/${VERSION}/namespaces/{namespace}/flunders`]: { get: { operationId: 'listWardleV1alpha1NamespacedFlunder', responses: { '200': { description: 'OK' } } } } },
+        definitions: {
+          'com.example.wardle.v1alpha1.Flunder': { type: 'object', properties: { spec: { type: 'object' } }, 'x-kubernetes-group-version-kind': [{ group: GROUP, kind: 'Flunder', version: VERSION }] },
+          'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta': { description: 'theirs', type: 'object' },
+        },
+      });
+    }
     if (path === `/apis/${GROUP}/${VERSION}`) {
       return json(200, {
         kind: 'APIResourceList',
@@ -176,6 +187,18 @@ void describe('aggregation layer (APIService, proxy, availability)', () => {
     const agg = await c.request('GET', '/apis', { headers: { accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' } });
     const wardle = agg.json.items.find((i: { metadata: { name: string } }) => i.metadata.name === GROUP);
     assert.equal(wardle?.versions?.[0]?.resources?.[0]?.resource, 'flunders', agg.text);
+
+    // /openapi/v2: their paths and definitions merged in, ours kept where both have one.
+    const openapi = await eventually('merged /openapi/v2', async () => {
+      const r = await c.request('GET', '/openapi/v2', { headers: { accept: 'application/json' } });
+      return r.json?.definitions?.['com.example.wardle.v1alpha1.Flunder'] ? r.json : undefined;
+    });
+    assert.ok(openapi.paths[`/apis/${GROUP}/${VERSION}/namespaces/{namespace}/flunders`]);
+    assert.ok(openapi.paths['/api/v1/namespaces']);
+    assert.notEqual(openapi.definitions['io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'].description, 'theirs');
+    const pb = await c.request('GET', '/openapi/v2', { headers: { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' } });
+    assert.equal(pb.status, 200);
+    assert.ok(pb.text.includes('com.example.wardle.v1alpha1.Flunder'), 'the protobuf form is merged too');
 
     const seenBefore = seen.length;
     const list = await c.kubectl(['get', 'flunders', '-n', 'default']);

@@ -73,6 +73,9 @@ export class Aggregator implements ApiAggregator {
   private readonly services = new Map<string, KObject>();
   /** Each non-local group version's APIResourceList, from its server's discovery document. */
   readonly remoteResources = new Map<string, APIResource[]>();
+  /** Each non-local APIService's server's /openapi/v2 document (fetched by the availability controller). */
+  private readonly remoteOpenAPI = new Map<string, Json>();
+  private openAPIList: Json[] | undefined;
   /** Called when a proxied request could not reach its server (the availability controller rechecks). */
   onProxyFailure: ((apiServiceName: string) => void) | undefined;
   private readonly unobserve: () => void;
@@ -85,6 +88,7 @@ export class Aggregator implements ApiAggregator {
       else {
         this.services.delete(name);
         this.remoteResources.delete(name);
+        this.setOpenAPI(name, undefined);
       }
     });
   }
@@ -101,6 +105,20 @@ export class Aggregator implements ApiAggregator {
     this.services.clear();
     for (const o of items) this.services.set(o.metadata?.name ?? '', o);
     return items;
+  }
+
+  /** Records (or with undefined, forgets) the /openapi/v2 document of an APIService's server. */
+  setOpenAPI(name: string, doc: Json | undefined): void {
+    const before = this.remoteOpenAPI.get(name);
+    if (doc === undefined ? before === undefined : before !== undefined && JSON.stringify(before) === JSON.stringify(doc)) return;
+    if (doc === undefined) this.remoteOpenAPI.delete(name);
+    else this.remoteOpenAPI.set(name, doc);
+    this.openAPIList = undefined;
+  }
+
+  /** The extension servers' /openapi/v2 documents; the same array until one changes (openapi.ts caches by it). */
+  openAPIV2Documents(): readonly Json[] {
+    return (this.openAPIList ??= [...this.remoteOpenAPI.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, d]) => d));
   }
 
   apiServices(): KObject[] {

@@ -8,7 +8,8 @@
  *     no Endpoints: False, EndpointsNotFound; no address: False, MissingEndpoints;
  *   - GET /apis/<group>/<version> on the server (as system:kube-aggregator in system:masters, 5 s) fails or
  *     answers outside 2xx: False, FailedDiscoveryCheck, 'failing or missing response from <url>: <error>';
- *   - otherwise True, Passed, 'all checks passed'. The discovery document is kept for aggregated discovery.
+ *   - otherwise True, Passed, 'all checks passed'. The discovery document is kept for aggregated discovery,
+ *     and the server's /openapi/v2 document for the merged /openapi/v2.
  */
 import { request as httpsRequest } from 'node:https';
 import { isStatusError } from '../../registry/errors.js';
@@ -26,7 +27,7 @@ function discoveryURL(t: ServiceTarget, path: string): string {
   return `https://${host}:${t.port}${path}`;
 }
 
-/** GETs the group version's discovery document; resolves to its body or rejects with the reason. */
+/** GETs a document of the server (as the aggregator); resolves to its body or rejects with the reason. */
 function fetchDiscovery(aggregator: Aggregator, t: ServiceTarget, path: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
@@ -71,6 +72,13 @@ async function check(aggregator: Aggregator, o: KObject): Promise<Verdict> {
     if (resources) aggregator.remoteResources.set(o.metadata?.name ?? '', resources);
   } catch (err) {
     return { status: 'False', reason: 'FailedDiscoveryCheck', message: `failing or missing response from ${discoveryURL(target, path)}: ${(err as Error).message}` };
+  }
+  // The server's OpenAPI document, merged into /openapi/v2 (kept as it was when it can't be read now).
+  try {
+    const spec = JSON.parse(await fetchDiscovery(aggregator, target, '/openapi/v2')) as unknown;
+    if (spec && typeof spec === 'object' && !Array.isArray(spec)) aggregator.setOpenAPI(o.metadata?.name ?? '', spec);
+  } catch {
+    // a server without /openapi/v2 adds nothing
   }
   return { status: 'True', reason: 'Passed', message: 'all checks passed' };
 }
