@@ -6,6 +6,7 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { get as httpsGet } from 'node:https';
 import { fileURLToPath } from 'node:url';
 import { kubectlPath } from '../helpers/cluster.js';
 import { waitFor } from '../agent/runtime-contract.js';
@@ -46,6 +47,24 @@ void describe('bin/orch (all-in-one)', () => {
         const r = await kubectl(['get', 'pod', 'hi', '-o', 'jsonpath={.status.phase}']);
       return r.stdout === 'Running' ? true : undefined;
       }, 30_000);
+      // Secure defaults: the default admission plugins ran on the pod (ServiceAccount, Priority,
+      // DefaultTolerationSeconds), the agent is confined by the Node authorizer, and anonymous requests
+      // get only what RBAC grants system:unauthenticated.
+      const admitted = JSON.parse((await kubectl(['get', 'pod', 'hi', '-o', 'json'])).stdout) as { spec: Record<string, any> };
+      assert.equal(admitted.spec['serviceAccountName'], 'default');
+      assert.equal(admitted.spec['priority'], 0);
+      assert.ok((admitted.spec['tolerations'] as { key?: string; tolerationSeconds?: number }[]).some((t) => t.key === 'node.kubernetes.io/not-ready' && t.tolerationSeconds === 300));
+      const canI = async (args: string[]) => (await kubectl(['auth', 'can-i', ...args, '--as', `system:node:${node}`, '--as-group', 'system:nodes'])).stdout.trim();
+      assert.match(await canI(['get', 'secrets', '-n', 'default']), /^no\b/);
+      assert.equal(await canI(['update', `nodes/${node}/status`]), 'yes');
+      const anonymous = await new Promise<number>((resolve, reject) => {
+        const req = httpsGet(`${line[1]}/api/v1/namespaces`, { rejectUnauthorized: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+      });
+      assert.equal(anonymous, 403);
     } finally {
       child.kill('SIGTERM');
       let timer: NodeJS.Timeout | undefined;
