@@ -50,8 +50,6 @@ export interface FieldDescriptor {
   /** An embedded Go struct: its fields show in the parent's JSON. */
   readonly inline: boolean;
   readonly scalar: boolean;
-  /** Written only when set (a field later Kubernetes versions removed, so their clients never write it). */
-  readonly writeOnlyIfSet: boolean;
   /** The position in its message's `fields`. */
   readonly index: number;
   /** The message of a message-typed field, resolved on first use. */
@@ -85,9 +83,6 @@ const CUSTOM: Readonly<Record<string, CustomCodec>> = {
   'certificates.v1.ExtraValue': 'stringList',
 };
 
-/** Fields removed by later Kubernetes versions: written only when set, so old and new clients' bytes agree. */
-const WRITE_ONLY_IF_SET = new Set(['meta.v1.ObjectMeta.clusterName']);
-
 const SCALARS = new Set(['string', 'bool', 'int32', 'int64', 'bytes', 'double']);
 const PRESENCE: Readonly<Record<string, Presence>> = { o: 'omitempty', a: 'always', p: 'pointer' };
 
@@ -110,7 +105,6 @@ function build(name: string): MessageDescriptor | undefined {
       map: flags.includes('m'),
       inline: flags.includes('i'),
       scalar: SCALARS.has(type),
-      writeOnlyIfSet: WRITE_ONLY_IF_SET.has(`${name}.${json}`),
       index: fields.length,
     });
   }
@@ -941,7 +935,6 @@ function writeFields(w: Writer, d: MessageDescriptor, obj: JsonObject, path: str
       continue;
     }
     if (f.presence === 'pointer' && (v === undefined || v === null)) continue;
-    if (f.writeOnlyIfSet && (v === undefined || v === null || isZeroScalar(v))) continue;
     if (f.scalar) writeScalar(w, f.no, f.type, v, `${path}.${f.json}`);
     else writeMessage(w, f.no, f, v, `${path}.${f.json}`);
   }
