@@ -3,6 +3,7 @@
  * choose where text lines go; component-base's (--logging-format, -v, --vmodule, --log-flush-frequency,
  * --log-json-*) how they look. The Logger itself is src/util/log.ts, shared with the server.
  */
+import { writeSync } from 'node:fs';
 import { createLogger, parseTraceLocation, type LogFormat, type Logger } from '../util/log.js';
 import { tryParseQuantity } from '../util/quantity.js';
 
@@ -115,6 +116,15 @@ export function agentLogger(o: AgentLoggingOptions, program: string, extra: { si
       oneOutput: o.oneOutput,
       skipLogHeaders: o.skipLogHeaders,
       program,
+    },
+    // Standard error is written at once (lines of a long-running agent are watched live); files are flushed
+    // every --log-flush-frequency.
+    sink: (text: string) => {
+      try {
+        writeSync(2, text);
+      } catch {
+        // standard error is gone
+      }
     },
     ...extra,
   });
