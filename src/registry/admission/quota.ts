@@ -95,7 +95,7 @@ export function resourceQuotaAdmission(deps: { quotas: () => ResourceStore | und
     const store = deps.quotas();
     if (!store) return undefined;
     cache ??= new ObjectCache(store);
-    await cache.ready();
+    if (!cache.isReady) await cache.ready();
     return { store, quotas: cache.list(namespace) };
   }
 

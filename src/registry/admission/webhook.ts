@@ -205,7 +205,8 @@ class WebhookDispatcher {
       });
       this.cache = cache;
     }
-    await this.cache.ready();
+    // Once loaded, no await: a server without webhook configurations pays a property read per request.
+    if (!this.cache.isReady) await this.cache.ready();
     this.hooks ??= hooksOf(this.cache.list(), this.mutating);
     return this.hooks;
   }
