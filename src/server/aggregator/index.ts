@@ -79,8 +79,11 @@ export class Aggregator implements ApiAggregator {
   /** Called when a proxied request could not reach its server (the availability controller rechecks). */
   onProxyFailure: ((apiServiceName: string) => void) | undefined;
   private readonly unobserve: () => void;
+  /** The groups of this server's own kinds: never proxied. */
+  private readonly localGroups: ReadonlySet<string>;
 
   constructor(readonly config: AggregatorConfig) {
+    this.localGroups = new Set(config.servedKinds.map((k) => k.group));
     const store = config.registry.store(APIREGISTRATION_GROUP, 'v1', 'apiservices');
     if (!store) throw new Error('the apiservices store is missing');
     this.unobserve = store.observeWrites((name, obj) => {
@@ -127,11 +130,10 @@ export class Aggregator implements ApiAggregator {
 
   /** The non-local APIServices, by group. */
   private remoteGroups(): Map<string, KObject[]> {
-    const local = new Set(this.config.servedKinds.map((k) => k.group));
     const out = new Map<string, KObject[]>();
     for (const o of this.services.values()) {
       const spec: Json = o['spec'] ?? {};
-      if (!spec['service'] || local.has(String(spec['group']))) continue;
+      if (!spec['service'] || this.localGroups.has(String(spec['group']))) continue;
       const g = String(spec['group'] ?? '');
       if (!out.has(g)) out.set(g, []);
       out.get(g)!.push(o);
