@@ -18,6 +18,7 @@ import {
   kindMessage,
   messageDescriptor,
   messageNames,
+  withTypeMeta,
   type MessageDescriptor,
   type ProtobufEnvelope,
 } from '../util/protobuf.js';
@@ -90,7 +91,7 @@ export function decodeKubernetesProtobuf(body: Uint8Array, expect?: { apiVersion
   if (expect && expect.kind !== kind) {
     throw apiErrors.badRequest(`the object provided is unrecognized (must be of type ${expect.kind}): ${kind}`);
   }
-  return { apiVersion, kind, ...decodeMessage(message, env.raw) };
+  return withTypeMeta(apiVersion, kind, decodeMessage(message, env.raw));
 }
 
 /** Encodes one JSON value as the (not enveloped) message `typeName`. */

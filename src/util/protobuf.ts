@@ -672,12 +672,16 @@ function decodeMapEntry(f: FieldDescriptor, r: Reader, out: JsonObject): void {
 function decodeFields(d: MessageDescriptor, r: Reader, end: number): JsonObject {
   const seen: Json[] = new Array<Json>(d.fields.length);
   const lookup = d.lookup;
+  let unknown: Buffer[] | undefined;
   while (r.pos < end) {
+    const at = r.pos;
     const key = r.varint();
     const wire = key & 7;
     const f = lookup[Math.floor(key / 8)];
     if (!f) {
-      r.skip(wire); // unknown fields are dropped, as Go's typed decoding does
+      // A field this codec does not know: kept as its raw bytes (tag included) for re-encoding.
+      r.skip(wire);
+      (unknown ??= []).push(r.buf.subarray(at, r.pos));
       continue;
     }
     if (f.map) {
@@ -721,7 +725,28 @@ function decodeFields(d: MessageDescriptor, r: Reader, end: number): JsonObject 
     if (v !== undefined) out[f.json] = v;
     else if (f.presence !== 'pointer') out[f.json] = emptyValue(f);
   }
+  if (unknown) Object.defineProperty(out, UNKNOWN_FIELDS, { value: Buffer.concat(unknown), enumerable: false, writable: true, configurable: true });
   return out;
+}
+
+/**
+ * Where a decoded message keeps the fields the codec did not know (their wire bytes, tags included), on a
+ * non-enumerable symbol property: invisible to JSON, written back after the known fields (where gogo writes
+ * unrecognized fields) when the same object is encoded to protobuf again. Copies made through JSON lose them.
+ */
+export const UNKNOWN_FIELDS: unique symbol = Symbol('orch.protobuf.unknownFields');
+
+/** `{apiVersion, kind, ...message}`, keeping the message's unknown fields (a spread drops non-enumerable properties). */
+export function withTypeMeta(apiVersion: string, kind: string, message: JsonObject): JsonObject {
+  const out: JsonObject = { apiVersion, kind, ...message };
+  const unknown = unknownFields(message);
+  if (unknown) Object.defineProperty(out, UNKNOWN_FIELDS, { value: unknown, enumerable: false, writable: true, configurable: true });
+  return out;
+}
+
+/** The unknown fields a decoded message object carries, if any. */
+export function unknownFields(obj: object): Buffer | undefined {
+  return (obj as { [UNKNOWN_FIELDS]?: Buffer })[UNKNOWN_FIELDS];
 }
 
 /** Decodes one message (not enveloped) into its JSON form. Throws ProtobufDecodeError when malformed. */
@@ -791,7 +816,7 @@ export function decodeObject(body: Uint8Array, fallback?: { apiVersion: string; 
   const kind = env.kind || fallback?.kind || '';
   const message = kindMessage(apiVersion, kind);
   if (!message) throw new ProtobufDecodeError(`no protobuf message for ${apiVersion}, Kind=${kind}`);
-  return { apiVersion, kind, ...decodeMessage(message, env.raw) };
+  return withTypeMeta(apiVersion, kind, decodeMessage(message, env.raw));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -937,6 +962,12 @@ function writeFields(w: Writer, d: MessageDescriptor, obj: JsonObject, path: str
     if (f.presence === 'pointer' && (v === undefined || v === null)) continue;
     if (f.scalar) writeScalar(w, f.no, f.type, v, `${path}.${f.json}`);
     else writeMessage(w, f.no, f, v, `${path}.${f.json}`);
+  }
+  const unknown = (obj as { [UNKNOWN_FIELDS]?: Buffer })[UNKNOWN_FIELDS];
+  if (unknown !== undefined) {
+    w.ensure(unknown.length);
+    unknown.copy(w.buf, w.len);
+    w.len += unknown.length;
   }
 }
 
