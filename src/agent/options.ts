@@ -171,7 +171,7 @@ export const AGENT_FLAGS = [
       'Config file used to obtain a client certificate: if the --orchconfig file does not exist, the bootstrap file is used to request one from the server; on success an --orchconfig file referencing the generated certificate and key is written; the certificate and key are stored in --cert-dir.',
       { status: S, aliases: ['bootstrap-kubeconfig'] },
     ),
-    flag('cgroup-driver', 'enum', 'cgroupfs', 'cgroupfs or systemd.', { values: ['cgroupfs', 'systemd'], configField: 'cgroupDriver' }),
+    flag('cgroup-driver', 'enum', 'cgroupfs', 'cgroupfs or systemd.', { status: S, values: ['cgroupfs', 'systemd'], configField: 'cgroupDriver' }),
     flag('cgroup-root', 'string', '', 'Optional root cgroup for pods; empty means runtime default.', { status: S, configField: 'cgroupRoot' }),
     flag('cgroups-per-qos', 'bool', 'true', 'Create the QoS cgroup hierarchy.', { status: S, configField: 'cgroupsPerQOS' }),
     flag('cloud-config', 'string', undefined, 'Cloud provider configuration file (deprecated, removal in 1.23).', { status: S }),

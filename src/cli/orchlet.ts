@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -251,6 +251,16 @@ function kernelSettings(options: AgentOptions, log: AgentLogger): void {
   for (const c of tunables.changed) log.v(2).info('Kernel tunable differs from what kubelet sets; left unchanged', 'flag', c);
 }
 
+/**
+ * --cgroup-driver=systemd: where systemd is not running (no /run/systemd/system, sd_booted's test) the error of
+ * kubelet's cgroup manager; where it runs, orchlet still refuses: it manages pod cgroups through cgroupfs only.
+ */
+function checkCgroupDriver(driver: string, runDir = '/run/systemd/system'): void {
+  if (driver !== 'systemd') return;
+  if (!existsSync(runDir)) throw new Error("--cgroup-driver=systemd: systemd not running on this host, can't use systemd as a cgroups manager");
+  throw new Error('--cgroup-driver=systemd: not implemented yet (orchlet manages pod cgroups through cgroupfs; use --cgroup-driver=cgroupfs)');
+}
+
 export async function main(argv: string[]): Promise<void> {
   let options: AgentOptions;
   try {
@@ -273,6 +283,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     checkLoggingOptions(options);
     checkDeprecatedOptions(options);
+    checkCgroupDriver(options.cgroupDriver);
     if (options.seccompDefault === true && options.featureGates.SeccompDefault !== true) {
       throw new Error('invalid configuration: seccompDefault true requires feature gate SeccompDefault');
     }

@@ -7,6 +7,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { allocatableEvictionHard, checkDeprecatedOptions, deprecationWarnings } from '../../src/agent/deprecations.js';
 import { allocatableOf } from '../../src/agent/node/nodestatus.js';
@@ -50,5 +51,12 @@ void describe('deprecated agent options', () => {
     const n = spawnSync(process.execPath, [ORCHLET, '--network-plugin=kubenet'], { encoding: 'utf8' });
     assert.equal(n.status, 1);
     assert.match(n.stderr, /Flag --network-plugin has been deprecated, will be removed along with dockershim\.\n.*--network-plugin=kubenet: the built-in runtime runs pods on the host's network/);
+  });
+
+  void it('bin/orchlet: --cgroup-driver=systemd refused with kubelet\'s error where systemd is not running', () => {
+    const r = spawnSync(process.execPath, [ORCHLET, '--cgroup-driver=systemd'], { encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    if (existsSync('/run/systemd/system')) assert.match(r.stderr, /--cgroup-driver=systemd: not implemented yet/);
+    else assert.match(r.stderr, /orchlet: --cgroup-driver=systemd: systemd not running on this host, can't use systemd as a cgroups manager/);
   });
 });

@@ -119,7 +119,7 @@ const SUPPORTED = [
   'network-plugin', 'network-plugin-mtu', 'experimental-allocatable-ignore-eviction',
   'experimental-check-node-capabilities-before-mount', 'really-crash-for-testing',
   // kernel settings (src/agent/sysctl.ts)
-  'allowed-unsafe-sysctls', 'oom-score-adj', 'protect-kernel-defaults', 'seccomp-default',
+  'allowed-unsafe-sysctls', 'oom-score-adj', 'protect-kernel-defaults', 'seccomp-default', 'cgroup-driver',
 ];
 
 /** Options beyond document 3: upstream KubeletConfiguration fields exposed as flags. */
@@ -430,10 +430,10 @@ void describe('agent options: --config (KubeletConfiguration)', () => {
     refused([`--config=${wrongType}`], /maxPods: expected a number, got "many"/);
     const badValue = write('value.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nport: 0\n');
     refused([`--config=${badValue}`], /field port: invalid value "0" for --port: must be between 1 and 65535/);
-    const later = write('later.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n');
-    refused([`--config=${later}`], /field cgroupDriver: not implemented yet \(--cgroup-driver\)/);
-    const atDefault = write('default.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: cgroupfs\n');
-    assert.equal(parseAgentOptions([`--config=${atDefault}`]).cgroupDriver, 'cgroupfs');
+    const later = write('later.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\n');
+    refused([`--config=${later}`], /field cpuManagerPolicy: not implemented yet \(--cpu-manager-policy\)/);
+    const atDefault = write('default.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: none\n');
+    assert.equal(parseAgentOptions([`--config=${atDefault}`]).cpuManagerPolicy, 'none');
     refused([`--config=${join(tmp, 'missing.yaml')}`], /failed to read the configuration file .*missing\.yaml/);
   });
 });
@@ -467,7 +467,6 @@ void describe('agent options: not implemented yet', () => {
   void it('refuses later options when given, under the spelling used', () => {
     refused(['--kube-reserved-cgroup=/k'], '--kube-reserved-cgroup: not implemented yet');
     refused(['--orch-reserved-cgroup=/k'], '--orch-reserved-cgroup: not implemented yet');
-    refused(['--cgroup-driver=systemd'], '--cgroup-driver: not implemented yet');
     refused(['--cpu-manager-policy=static'], '--cpu-manager-policy: not implemented yet');
   });
 
