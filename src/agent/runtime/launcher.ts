@@ -1,4 +1,5 @@
-// The launcher of the process runtime: the only place that starts a container's process.
+// The launcher of the process runtime: how a container's process is started (spawnPlan), used by
+// launch() here and by the spawner's worker thread (spawner.ts), which starts containers' main processes.
 //
 // It takes an already resolved identity (identity.ts) and starts `command[0]` with the rest of
 // command + args through child_process.spawn's uid/gid options: libuv calls setgroups(0) (dropping

@@ -1,5 +1,6 @@
-// The built-in process runtime: every container is a host process started by the launcher, as the
-// user identity.ts resolves. A sandbox is only a record and a log directory (no namespaces, no
+// The built-in process runtime: every container is a host process started by the launcher's plan
+// (in the spawner's worker thread, so spawn's fork does not stall the agent's event loop), as the
+// user identity.ts resolves. Exec probes (execSync) and exec sessions still spawn on the main thread. A sandbox is only a record and a log directory (no namespaces, no
 // cgroups: containers share the host's network, PID space and filesystem).
 //
 // The image field is ignored: it is required by validation, but this runtime runs the host's own
@@ -13,7 +14,8 @@ import { constants as osConstants } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { CriLogWriter } from './crilog.js';
 import { resolveIdentity, type ProcessIdentity } from './identity.js';
-import { launch, signalGroup, type ContainerProcess } from './launcher.js';
+import { launch, signalGroup } from './launcher.js';
+import { Spawner, type RemoteProcess } from './spawner.js';
 import { attachToOutputs, dialHostPort, startExecSession } from './process-streaming.js';
 import type { Duplex } from 'node:stream';
 import {
@@ -53,7 +55,7 @@ interface ContainerRecord {
   config: ContainerConfig;
   sandboxConfig: PodSandboxConfig;
   identity: ProcessIdentity;
-  child?: ContainerProcess;
+  child?: RemoteProcess;
   /** Resolves when the process has exited and its log is closed. */
   exited?: Promise<void>;
 }
@@ -65,6 +67,8 @@ export class ProcessRuntime implements Runtime {
   private readonly containers = new Map<string, ContainerRecord>();
   private readonly listeners = new Set<(e: ContainerEvent) => void>();
   private closed = false;
+  /** Starts containers' processes off the event loop (a worker thread). */
+  private readonly spawner = new Spawner();
 
   constructor(private readonly options: ProcessRuntimeOptions = {}) {}
 
@@ -154,9 +158,9 @@ export class ProcessRuntime implements Runtime {
     if (rec.status.state !== 'CONTAINER_CREATED') throw new RuntimeError('InvalidState', `container ${id} is ${rec.status.state}, not created`);
     const log = new CriLogWriter(rec.status.logPath);
     const { config } = rec;
-    let child: ContainerProcess;
+    let child: RemoteProcess;
     try {
-      child = await launch({
+      child = await this.spawner.launch({
         argv: [...config.command, ...config.args],
         env: this.envOf(rec),
         cwd: config.workingDir ?? '/',
@@ -177,7 +181,7 @@ export class ProcessRuntime implements Runtime {
     child.stdout.on('data', (chunk: Buffer) => log.write('stdout', chunk));
     child.stderr.on('data', (chunk: Buffer) => log.write('stderr', chunk));
     rec.exited = new Promise<void>((resolve) => {
-      child.once('exit', (code, signal) => {
+      child.once('exit', (code: number | null, signal: NodeJS.Signals | null) => {
         // As when a PID namespace's init exits: whatever the main process left in its group dies too.
         if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
         let done = false;
@@ -277,6 +281,7 @@ export class ProcessRuntime implements Runtime {
     this.closed = true;
     await Promise.all([...this.containers.keys()].map((id) => this.stopContainer(id, gracePeriodSeconds)));
     for (const rec of this.sandboxes.values()) rec.sandbox.state = 'SANDBOX_NOTREADY';
+    await this.spawner.close();
   }
 
   /**
