@@ -66,6 +66,8 @@ export async function registerLocalAPIServices(registry: Registry, served: reado
       await store.create(scope, structuredClone(desired));
     } catch (err) {
       if (!isStatusError(err, 'AlreadyExists')) throw err;
+      const cur = await store.get(scope, name);
+      if (JSON.stringify(cur['spec']) === JSON.stringify(desired['spec']) && cur.metadata?.labels?.[AUTOMANAGED_LABEL] === 'onstart') continue;
       await store.update(scope, name, (cur) => {
         const next = structuredClone(cur ?? desired);
         next['spec'] = structuredClone(desired['spec']);
