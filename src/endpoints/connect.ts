@@ -9,6 +9,8 @@
  */
 import { request as httpsRequest } from 'node:https';
 import type { IncomingMessage } from 'node:http';
+import { isIP, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { apiErrors, StatusError } from '../registry/errors.js';
 import { apiVersionOf, type ActionSubresource, type ConnectorSubresource, type KObject, type KindDecl, type SubresourceContext } from '../registry/kind.js';
 import { cannotBeHandledMessage, checkFields, parseBody } from '../registry/decode.js';
@@ -25,6 +27,8 @@ export interface AgentTransport {
   key?: string | Buffer;
   /** Time to wait for the agent to answer (headers), in ms. */
   timeoutMs?: number;
+  /** The cluster egress (--egress-selector-config-file): opens the TCP connection to the agent, e.g. through an HTTP CONNECT proxy. */
+  dial?: (host: string, port: number) => Promise<Socket>;
 }
 
 /** Decodes an action's body as one of its body kinds (a body without apiVersion and kind is the first). */
@@ -110,12 +114,20 @@ export async function serveConnector(
     res.end();
     return;
   }
+  const tunnel = transport.dial
+    ? await transport.dial(loc.url.hostname.replace(/^\[|\]$/g, ''), Number(loc.url.port || 443)).catch((err: Error) => {
+        throw apiErrors.internal(`Get ${JSON.stringify(loc.url.toString())}: ${err.message}`);
+      })
+    : undefined;
   const upstream = await new Promise<IncomingMessage>((resolve, reject) => {
     const r = httpsRequest(
       loc.url,
       {
         method: 'GET',
-        agent: false,
+        // Through the egress tunnel: TLS to the agent over the proxied connection (no agent, or Node ignores it).
+        ...(tunnel
+          ? { createConnection: (opts: object) => tlsConnect({ ...opts, socket: tunnel, ...(isIP(loc.url.hostname) ? {} : { servername: loc.url.hostname }) }) }
+          : { agent: false }),
         rejectUnauthorized: transport.ca !== undefined,
         ...(transport.ca !== undefined ? { ca: transport.ca } : {}),
         ...(transport.cert !== undefined ? { cert: transport.cert } : {}),

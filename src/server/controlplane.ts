@@ -23,6 +23,7 @@ import type { Controller } from './controllers/runner.js';
 import type { ServerOptions } from './options.js';
 import { createApiServer, type ApiServer, type ServerConfig } from './server.js';
 import { agentTransportFrom, kindSettingsFrom } from './kindsettings.js';
+import { loadEgressSelectorConfig } from './egress.js';
 import { createLogger, type LogFormat, type Logger } from '../util/log.js';
 import { instrumentStorage, registerStorageMetrics } from './storage-metrics.js';
 import { servedKinds } from './runtimeconfig.js';
@@ -186,6 +187,8 @@ export async function createControlPlane(
   const transformMetrics = new TransformationMetrics();
   // --admission-control-config-file: read before anything is opened, so that a bad file stops the start.
   const pluginConfig = loadAdmissionConfig(options.admissionControlConfigFile, options.admissionPlugins);
+  // --egress-selector-config-file: read before anything opens; its cluster dialer reaches node agents.
+  const egress = options.egressSelectorConfigFile ? loadEgressSelectorConfig(options.egressSelectorConfigFile) : undefined;
   const encryption = options.encryptionProviderConfig ? loadEncryptionConfig(options.encryptionProviderConfig, transformMetrics) : undefined;
   let storage: Storage;
   try {
@@ -300,7 +303,7 @@ export async function createControlPlane(
   installApi(server.mux, {
     registry,
     aggregator,
-    agentTransport: agentTransportFrom(options),
+    agentTransport: { ...agentTransportFrom(options), ...(egress?.cluster ? { dial: egress.cluster } : {}) },
     servedKinds: served,
     signal: server.signal,
     minRequestTimeoutSeconds: options.minRequestTimeout,

@@ -327,7 +327,7 @@ export const SERVER_FLAGS = [
     flag('disabled-metrics', 'strings', undefined, 'Fully qualified metric names to disable; takes precedence over showing hidden metrics.', {
       status: S,
     }),
-    flag('egress-selector-config-file', 'string', undefined, 'Egress selector configuration file.'),
+    flag('egress-selector-config-file', 'string', undefined, 'Egress selector configuration file.', { status: S }),
     flag('enable-aggregator-routing', 'bool', 'false', 'Route aggregator requests to endpoint IPs rather than the cluster IP.', {
       status: S,
     }),
