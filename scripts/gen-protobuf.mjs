@@ -228,6 +228,8 @@ for (const k of BUILTIN_KINDS) {
     for (const b of s?.bodyKinds ?? []) kinds.set(`${apiVersionOf(b.group, b.version)}/${b.kind}`, fromOpenAPI(b.definition));
   }
 }
+// Not served, but stored: the service IP and node port range allocators' bitmaps (src/registry/allocators).
+kinds.set('v1/RangeAllocation', 'k8s.io.api.core.v1.RangeAllocation');
 const META = 'k8s.io.apimachinery.pkg.apis.meta.v1.';
 const extraRoots = [`${META}TypeMeta`, `${META}Status`, `${META}DeleteOptions`, `${META}WatchEvent`, `${META}APIGroup`, `${META}APIGroupList`, `${META}APIResourceList`, `${META}APIVersions`, 'k8s.io.apimachinery.pkg.runtime.Unknown', `${META}PartialObjectMetadata`, `${META}PartialObjectMetadataList`];
 

@@ -16,6 +16,7 @@
 import { randomInt } from 'node:crypto';
 import { StorageError } from '../../storage/errors.js';
 import type { KV, KeyValue } from '../../storage/interface.js';
+import { decodeStored, encodeStored, type StorageEncoding } from '../storagecodec.js';
 
 export type AllocationErrorKind = 'allocated' | 'notInRange' | 'full';
 
@@ -93,6 +94,8 @@ export class RangeAllocator {
     readonly key: string,
     readonly size: number,
     readonly range: string,
+    /** --storage-media-type: the bitmap is stored as kube-apiserver stores it (protobuf core/v1 RangeAllocation by default). */
+    private readonly encoding: StorageEncoding = 'json',
   ) {}
 
   /** Runs `fn` after every earlier operation of this allocator. */
@@ -105,7 +108,8 @@ export class RangeAllocator {
   private decode(kv: KeyValue | null): State {
     if (!kv) return { bits: new Bitmap(this.size), rev: 0 };
     try {
-      const obj = JSON.parse(Buffer.from(kv.value).toString('utf8')) as { range?: string; data?: string };
+      // Read whatever encoding it was written in.
+      const obj = decodeStored(kv.value) as { range?: unknown; data?: unknown };
       if (obj.range === this.range && typeof obj.data === 'string') {
         return { bits: Bitmap.fromBigEndian(this.size, Buffer.from(obj.data, 'base64')), rev: kv.modRevision };
       }
@@ -116,14 +120,15 @@ export class RangeAllocator {
   }
 
   private encode(bits: Bitmap): Buffer {
-    return Buffer.from(
-      JSON.stringify({
+    return encodeStored(
+      {
         kind: 'RangeAllocation',
         apiVersion: 'v1',
         metadata: { creationTimestamp: null },
         range: this.range,
         data: bits.toBigEndian().toString('base64'),
-      }),
+      },
+      this.encoding,
     );
   }
 

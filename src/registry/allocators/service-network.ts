@@ -9,6 +9,7 @@
 import type { KV } from '../../storage/interface.js';
 import { CIDR, ServiceIPRange, type IPFamily } from './ip.js';
 import { AllocationError, RangeAllocator } from './range.js';
+import type { StorageEncoding } from '../storagecodec.js';
 
 /** Kubernetes 1.23's range when --service-cluster-ip-range is not given (with a deprecation warning). */
 export const DEFAULT_SERVICE_IP_CIDR = '10.0.0.0/24';
@@ -20,9 +21,9 @@ export class IPAllocator {
    * @param reserveFirst the range's first address is only given when asked for by name (the primary
    *   range's first address belongs to the kubernetes Service)
    */
-  constructor(kv: KV, key: string, cidr: CIDR, private readonly reserveFirst = false) {
+  constructor(kv: KV, key: string, cidr: CIDR, private readonly reserveFirst = false, encoding?: StorageEncoding) {
     this.range = new ServiceIPRange(cidr);
-    this.store = new RangeAllocator(kv, key, this.range.size, cidr.toString());
+    this.store = new RangeAllocator(kv, key, this.range.size, cidr.toString(), encoding);
   }
 
   get family(): IPFamily {
@@ -60,8 +61,9 @@ export class PortAllocator {
     key: string,
     readonly min: number,
     readonly max: number,
+    encoding?: StorageEncoding,
   ) {
-    this.store = new RangeAllocator(kv, key, max - min + 1, this.rangeText);
+    this.store = new RangeAllocator(kv, key, max - min + 1, this.rangeText, encoding);
   }
 
   get rangeText(): string {
@@ -93,6 +95,8 @@ export interface ServiceNetworkConfig {
   clusterIPRange?: string;
   /** --service-node-port-range. */
   nodePorts: { min: number; max: number };
+  /** How the allocators' RangeAllocation bitmaps are stored (--storage-media-type); JSON when unset. */
+  storageEncoding?: StorageEncoding;
 }
 
 export class ServiceNetwork {
@@ -113,10 +117,10 @@ export class ServiceNetwork {
     cidrs.slice(0, 2).forEach((text, i) => {
       const cidr = CIDR.parse(text);
       if (this.ipAllocators.has(cidr.family)) throw new Error('--service-cluster-ip-range: two CIDRs must be dual-stack: one IPv4 and one IPv6');
-      this.ipAllocators.set(cidr.family, new IPAllocator(kv, keys[i]!, cidr, i === 0));
+      this.ipAllocators.set(cidr.family, new IPAllocator(kv, keys[i]!, cidr, i === 0, cfg.storageEncoding));
     });
     this.defaultFamily = [...this.ipAllocators.keys()][0]!;
-    this.nodePorts = new PortAllocator(kv, `${prefix}/ranges/servicenodeports`, cfg.nodePorts.min, cfg.nodePorts.max);
+    this.nodePorts = new PortAllocator(kv, `${prefix}/ranges/servicenodeports`, cfg.nodePorts.min, cfg.nodePorts.max, cfg.storageEncoding);
   }
 
   /** The first address of the primary range: the kubernetes Service's cluster IP. */

@@ -14,6 +14,7 @@
  *     `master-count` (each server adds itself and keeps at most --apiserver-count addresses), `none`.
  *     A stopping server takes itself out.
  */
+import { storageEncoding } from '../../registry/storagecodec.js';
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { isStatusError } from '../../registry/errors.js';
@@ -78,6 +79,8 @@ export function chooseAdvertiseAddress(advertise: string | undefined, bindAddres
 export interface ServiceNetworkOptions {
   serviceClusterIpRange?: string;
   serviceNodePortRange: { min: number; max: number };
+  /** --storage-media-type: the range allocators' bitmaps are stored in it too. */
+  storageMediaType?: string;
 }
 
 /** kube-apiserver's maxCIDRBits: a service range holds at most 2^20 addresses (the bitmap is stored whole). */
@@ -121,7 +124,11 @@ export function checkServiceNetworkOptions(
 /** The server's ServiceNetwork over its storage (the keys live under --kvstore-prefix). */
 export function serviceNetworkFrom(o: ServiceNetworkOptions, storage: Storage): ServiceNetwork {
   const kv: KV = storage.kvFor('', 'serviceipallocations');
-  return new ServiceNetwork(kv, storage.prefix, { clusterIPRange: o.serviceClusterIpRange ?? '', nodePorts: o.serviceNodePortRange });
+  return new ServiceNetwork(kv, storage.prefix, {
+    clusterIPRange: o.serviceClusterIpRange ?? '',
+    nodePorts: o.serviceNodePortRange,
+    storageEncoding: storageEncoding(o.storageMediaType ?? 'application/json'),
+  });
 }
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? (v as unknown[]).map(String) : []);
