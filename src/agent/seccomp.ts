@@ -49,7 +49,7 @@ export function seccompProfileOf(pod: Pod, c: Container, o: SeccompOptions = {})
   const root = o.profileRoot ?? '/var/lib/orchlet/seccomp';
   const cSC = (c.securityContext ?? {}) as { seccompProfile?: ApiProfile };
   const pSC = (pod.spec.securityContext ?? {}) as { seccompProfile?: ApiProfile };
-  const annotations = (pod.metadata.annotations ?? {}) as Record<string, string>;
+  const annotations = (pod.metadata.annotations ?? {});
   return (
     (cSC.seccompProfile && fromApi(cSC.seccompProfile, root)) ??
     (pSC.seccompProfile && fromApi(pSC.seccompProfile, root)) ??
