@@ -29,6 +29,8 @@ export interface BootstrapOptions {
   log: (level: 'info' | 'error', message: string) => void;
   /** Gives up after this long (kubelet waits an hour); default an hour. */
   timeoutMs?: number;
+  /** --orch-api-content-type: the CSR goes out (and its answers come back) in it; JSON when unset. */
+  contentType?: string;
 }
 
 /** Whether the kubeconfig loads and its client certificate (if any) is valid now. */
@@ -101,7 +103,7 @@ export async function bootstrapClientCert(o: BootstrapOptions): Promise<void> {
   const spki = createPublicKey(keyPem).export({ format: 'der', type: 'spki' });
   const name = digestedName(spki, subject, CLIENT_USAGES);
   o.log('info', `bootstrapping: requesting a client certificate for ${subject.commonName} (certificatesigningrequest ${name})`);
-  const client = new ApiClient(bootstrap, { userAgent: 'orchlet-bootstrap', qps: 0, burst: 0 });
+  const client = new ApiClient(o.contentType ? { ...bootstrap, contentType: o.contentType } : bootstrap, { userAgent: 'orchlet-bootstrap', qps: 0, burst: 0 });
   try {
     const pair = await requestCertificate({
       client,
