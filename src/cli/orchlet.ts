@@ -197,7 +197,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
   if (options.orchconfig !== undefined && options.orchconfig !== '') {
     const rt = await runtime.version();
     if (options.bootstrapOrchconfig !== undefined && options.bootstrapOrchconfig !== '') {
-      await bootstrapClientCert({ orchconfig: options.orchconfig, bootstrapOrchconfig: options.bootstrapOrchconfig, certDir: options.certDir, nodeName, log });
+      await bootstrapClientCert({ orchconfig: options.orchconfig, bootstrapOrchconfig: options.bootstrapOrchconfig, certDir: options.certDir, nodeName, log, contentType: options.orchApiContentType });
     }
     if (options.rotateCertificates || options.rotateServerCertificates) {
       config.certificates = { certDir: options.certDir, rotateClient: options.rotateCertificates, rotateServer: options.rotateServerCertificates };
