@@ -30,7 +30,7 @@ import { decodeStored, encodeStored, isStoredJSON, type StorageEncoding } from '
 import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
 import type { WatchCache } from './cacher/watchcache.js';
 import { CacheWatch } from './cacher/cachewatch.js';
-import { cacheFresh, cacheServesGet, cacheServesList, cacheServesWatch, getFromCache, listFromCache } from './cacher/reads.js';
+import { cacheFresh, cacheServesGet, cacheServesList, cacheServesWatch, getFromCache, listConsistentFromCache, listFromCache } from './cacher/reads.js';
 
 /** What the caller knows about the request: who, where, and how. */
 export interface RequestScope {
@@ -513,6 +513,8 @@ export class ResourceStore {
     if (listErrs.length > 0) throw apiErrors.invalid('meta.k8s.io', 'ListOptions', '', listErrs);
     const cache = this.deps.watchCache;
     if (cacheServesList(cache, opts) && (await cacheFresh(cache, opts.resourceVersion))) return listFromCache(this, cache, scope, opts);
+    const consistent = await listConsistentFromCache(this, cache, scope, opts);
+    if (consistent) return consistent;
     if (opts.continue) {
       if (opts.resourceVersion && opts.resourceVersion !== '0') {
         throw apiErrors.badRequest('specifying resource version is not allowed when using continue');

@@ -90,6 +90,64 @@ for (const backend of ['embedded', 'etcd'] as const) {
       assert.equal(tooLarge.json.details.causes[0].reason, 'ResourceVersionTooLarge');
     });
 
+    it('answers lists without a resourceVersion from memory, seeing every write before them, and pages them', async () => {
+      const ns = 'wc-consistent';
+      const path = `/api/v1/namespaces/${ns}/persistentvolumeclaims`;
+      await api.createNamespace({ body: { metadata: { name: ns } } });
+      const served = pvcCache().consistentLists;
+      const names = (items: { metadata: { name: string } }[]) => items.map((o) => o.metadata.name).join(',');
+      const expected: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        const created = await api.createNamespacedPersistentVolumeClaim({ namespace: ns, body: claim(`c${i}`) });
+        expected.push(`c${i}`);
+        // Read-your-writes: the list right after the write holds it, at a version no older than the write's.
+        const list = await cluster.request('GET', path);
+        assert.equal(list.status, 200);
+        assert.equal(names(list.json.items), expected.join(','));
+        assert.ok(Number(list.json.metadata.resourceVersion) >= Number(created.metadata!.resourceVersion), 'list version not older than the write');
+      }
+      await api.patchNamespacedPersistentVolumeClaim({ namespace: ns, name: 'c3', body: { metadata: { labels: { tier: 'gold' } } } }, mergePatch);
+      const gold = await cluster.request('GET', `${path}?labelSelector=tier%3Dgold`);
+      assert.equal(names(gold.json.items), 'c3', 'a label set just before is seen by the selector');
+      await api.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name: 'c9' });
+      expected.pop();
+      // The claim's protection finalizer may keep it a moment: gone, or marked for deletion.
+      const afterDelete = await cluster.request('GET', path);
+      const c9 = (afterDelete.json.items as { metadata: { name: string; deletionTimestamp?: string } }[]).find((o) => o.metadata.name === 'c9');
+      assert.ok(!c9 || c9.metadata.deletionTimestamp, 'a claim deleted just before is gone or being deleted');
+      await eventually('c9 to be gone', async () => !names((await cluster.request('GET', path)).json.items).split(',').includes('c9'));
+      assert.ok(pvcCache().consistentLists >= served + 12, `the lists came from the cache (${pvcCache().consistentLists - served} of at least 12)`);
+
+      // Paging: the first page from memory, the next ones from storage at the first page's version.
+      const first = await cluster.request('GET', `${path}?limit=4`);
+      assert.equal(first.status, 200);
+      assert.equal(names(first.json.items), 'c0,c1,c2,c3');
+      assert.equal(first.json.metadata.remainingItemCount, 5);
+      await api.createNamespacedPersistentVolumeClaim({ namespace: ns, body: claim('c10') });
+      const paged: string[] = first.json.items.map((o: { metadata: { name: string } }) => o.metadata.name);
+      let cont: string | undefined = first.json.metadata.continue;
+      while (cont) {
+        const page = await cluster.request('GET', `${path}?limit=4&continue=${encodeURIComponent(cont)}`);
+        assert.equal(page.status, 200);
+        assert.equal(page.json.metadata.resourceVersion, first.json.metadata.resourceVersion, 'every page at the first page\'s version');
+        paged.push(...page.json.items.map((o: { metadata: { name: string } }) => o.metadata.name));
+        cont = page.json.metadata.continue;
+      }
+      assert.equal(paged.join(','), expected.join(','), 'the pages hold the claims as of the first page (not c10)');
+      const exact = await cluster.request('GET', `${path}?limit=10`);
+      assert.equal(exact.json.items.length, 10, 'c0…c8 and c10');
+      assert.equal(exact.json.metadata.continue, undefined, 'no continue token when no key follows');
+      const filtered = await cluster.request('GET', `${path}?limit=1&labelSelector=tier%3Dgold`);
+      assert.equal(names(filtered.json.items), 'c3');
+      assert.ok(filtered.json.metadata.continue, 'keys follow c3: a continue token, as storage gives');
+      assert.equal(filtered.json.metadata.remainingItemCount, undefined, 'no count with a selector');
+      const rest = await cluster.request('GET', `${path}?limit=1&labelSelector=tier%3Dgold&continue=${encodeURIComponent(filtered.json.metadata.continue)}`);
+      assert.equal(rest.json.items.length, 0);
+      // kubectl pages with limit=500.
+      const out = (await cluster.kubectl(['get', 'pvc', '-n', ns, '-o', 'name'])).stdout;
+      assert.equal(out.trim().split('\n').join(','), [...expected, 'c10'].map((n) => `persistentvolumeclaim/${n}`).sort().join(','));
+    });
+
     it('an Informer catches up after the server ends its watch', async () => {
       await api.createNamespace({ body: { metadata: { name: 'wc-informer' } } });
       await api.createNamespacedPersistentVolumeClaim({ namespace: 'wc-informer', body: claim('i1') });

@@ -149,7 +149,7 @@ describe('watch cache', () => {
     assert.equal(cache.watchers, 0);
   });
 
-  it('serves lists and gets with a resourceVersion from memory, and consistent ones from storage', async () => {
+  it('serves lists and gets with a resourceVersion from memory, and consistent lists once it reached storage\'s revision', async () => {
     const listsBefore = kv.lists;
     const all = await store.list({ namespace: '' }, { resourceVersion: '0', limit: 1 });
     assert.deepEqual((all.items as { metadata: { name: string } }[]).map((i) => i.metadata.name), ['before', 'fan1', 'fan3', 'fan2']);
@@ -160,9 +160,24 @@ describe('watch cache', () => {
     assert.equal(kv.lists, listsBefore, 'answered from memory');
     const consistent = await store.list(scope, {});
     assert.equal((consistent.items as unknown[]).length, 3);
-    assert.equal(kv.lists, listsBefore + 1, 'a list without resourceVersion reads storage');
+    assert.equal(consistent.metadata!.resourceVersion, String(await base.currentRevision()));
+    assert.equal(kv.lists, listsBefore, 'a list without resourceVersion is answered from memory, at storage\'s revision');
     const paged = await store.list(scope, { limit: 1 });
-    assert.ok(paged.metadata!.continue, 'a limit without resourceVersion pages through storage');
+    assert.deepEqual((paged.items as { metadata: { name: string } }[]).map((i) => i.metadata.name), ['before']);
+    assert.equal(paged.metadata!.remainingItemCount, 2);
+    assert.equal(kv.lists, listsBefore, 'the first page from memory');
+    const next = await store.list(scope, { limit: 5, continue: paged.metadata!.continue as string });
+    assert.deepEqual((next.items as { metadata: { name: string } }[]).map((i) => i.metadata.name), ['fan1', 'fan3']);
+    assert.equal(next.metadata!.resourceVersion, paged.metadata!.resourceVersion);
+    assert.equal(kv.lists, listsBefore + 1, 'the next pages from storage, at the first page\'s revision');
+    // Read-your-writes: a write and the list right after it, before the cache has seen the write's event.
+    const written = await store.create(scope, gadget('ryw'));
+    const after = await store.list(scope, {});
+    assert.ok((after.items as { metadata: { name: string } }[]).some((i) => i.metadata.name === 'ryw'));
+    assert.ok(Number(after.metadata!.resourceVersion) >= Number(rvOf(written)));
+    assert.equal(kv.lists, listsBefore + 1, 'from memory');
+    await store.delete(scope, 'ryw');
+    assert.ok(!((await store.list(scope, {})).items as { metadata: { name: string } }[]).some((i) => i.metadata.name === 'ryw'));
   });
 
   it('waits for a requested resourceVersion the cache has not reached yet, and answers 504 past 3 s', async () => {

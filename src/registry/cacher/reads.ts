@@ -2,7 +2,9 @@
  * Which reads a watch cache answers, as Kubernetes 1.23's cacher decides (shouldDelegateList, Get, Watch):
  * lists and gets that name a resourceVersion other than an Exact one, without a continue token, and without
  * a limit unless the version is "0", are answered from memory once the cache has caught up with the version;
- * so are watches that name a resourceVersion. Everything else (consistent reads) goes to storage.
+ * so are watches that name a resourceVersion. Consistent lists (no resourceVersion, no continue token) are
+ * answered from memory too, as Kubernetes' later ConsistentListFromCache: once the cache has caught up with
+ * storage's current revision (listConsistentFromCache). Everything else goes to storage.
  */
 import type { KeyValue } from '../../storage/interface.js';
 import { apiVersionOf, type KObject } from '../kind.js';
@@ -10,6 +12,7 @@ import type { ListOptions, RequestScope, ResourceStore, WatchOptions } from '../
 import { parseResourceVersion } from '../versions.js';
 import { FRESHNESS_WAIT_MS, tooLargeResourceVersion } from './cachewatch.js';
 import type { WatchCache } from './watchcache.js';
+import { encodeContinue } from '../versions.js';
 
 export function cacheServesList(cache: WatchCache | undefined, opts: ListOptions): cache is WatchCache {
   if (!cache?.ready) return false;
@@ -46,15 +49,66 @@ export function getFromCache(cache: WatchCache, key: string): KeyValue | null {
   return cache.get(key) ?? null;
 }
 
-/** The list object from memory, once cacheFresh() allowed it: every matching item (a limit is ignored, as the cacher does). */
-export function listFromCache(store: ResourceStore, cache: WatchCache, scope: RequestScope, opts: ListOptions): KObject {
+/**
+ * How long a consistent list waits for the cache to reach storage's current revision before it reads
+ * storage instead (which is then as fast as it was before lists came from the cache). The embedded store's
+ * watch reports progress at once; etcd's answers a progress request (at most every 100 ms) within a round trip.
+ */
+export const CONSISTENT_WAIT_MS = 250;
+
+/**
+ * A consistent list (no resourceVersion, no continue token) from memory: storage's current revision is
+ * read, the cache waits (briefly) to reach it, and the list is the cache's state at its revision, which is
+ * at least that one, so every write acknowledged before the request is in it. A limit pages as storage does
+ * (the continue token names that revision and the next key, and the next pages are read from storage at
+ * that revision, so a compacted one answers 410 as before). Undefined when the cache is not ready or did not
+ * catch up in time: the caller reads storage.
+ */
+export async function listConsistentFromCache(
+  store: ResourceStore,
+  cache: WatchCache | undefined,
+  scope: RequestScope,
+  opts: ListOptions,
+): Promise<KObject | undefined> {
+  if (!cache?.ready || (opts.resourceVersion ?? '') !== '' || opts.continue || opts.resourceVersionMatch) return undefined;
+  let rev: number;
+  try {
+    rev = await cache.storageRevision();
+  } catch {
+    return undefined;
+  }
+  if (cache.currentRevision() < rev && !(await cache.waitUntilFresh(rev, CONSISTENT_WAIT_MS))) return undefined;
+  if (!cache.ready || cache.currentRevision() < rev) return undefined;
+  cache.consistentLists++;
+  return listFromCache(store, cache, scope, opts, true);
+}
+
+/**
+ * The list object from memory, once cacheFresh() allowed it: every matching item (a limit is ignored, as the
+ * cacher does for resourceVersion "0"); with `paged`, at most `limit` items and a continue token when keys follow.
+ */
+export function listFromCache(store: ResourceStore, cache: WatchCache, scope: RequestScope, opts: ListOptions, paged = false): KObject {
   const revision = cache.currentRevision();
-  const kvs = cache.list(store.listPrefix(scope.namespace));
+  const prefix = store.listPrefix(scope.namespace);
+  const kvs = cache.list(prefix);
+  const limit = paged && opts.limit && opts.limit > 0 ? opts.limit : 0;
   const filtered = !!(opts.labelSelector && !opts.labelSelector.empty()) || !!(opts.fieldSelector && !opts.fieldSelector.empty());
   const items: KObject[] = [];
-  for (const kv of kvs) {
+  const metadata: Record<string, unknown> = { resourceVersion: String(revision) };
+  for (let i = 0; i < kvs.length; i++) {
+    const kv = kvs[i]!;
     const obj = store.decode(kv);
-    if (!filtered || store.matches(obj, opts)) items.push(obj);
+    if (filtered && !store.matches(obj, opts)) continue;
+    items.push(obj);
+    if (limit && items.length === limit) {
+      // As storage pages: a continue token whenever keys follow (matching or not); their count unless filtered.
+      const rest = kvs.length - i - 1;
+      if (rest > 0) {
+        metadata.continue = encodeContinue({ rv: revision, start: kv.key.slice(prefix.length) + '\0' });
+        if (!filtered) metadata.remainingItemCount = rest;
+      }
+      break;
+    }
   }
-  return { kind: store.decl.listKind, apiVersion: apiVersionOf(store.decl), metadata: { resourceVersion: String(revision) }, items };
+  return { kind: store.decl.listKind, apiVersion: apiVersionOf(store.decl), metadata, items };
 }

@@ -91,6 +91,8 @@ export class WatchCache {
   dispatched = 0;
   /** Watchers ended because they did not take events in time. */
   terminatedSlow = 0;
+  /** Consistent lists (no resourceVersion) answered from memory (reads.ts listConsistentFromCache). */
+  consistentLists = 0;
 
   constructor(
     private readonly kv: Pick<KV, 'list' | 'watch' | 'currentRevision'>,
