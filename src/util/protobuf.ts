@@ -368,9 +368,18 @@ class Writer {
     // Strings up to 127 UTF-8 bytes (most of them) are written without a copy.
     if (s.length <= 42) {
       this.ensure(1 + s.length * 3);
+      const buf = this.buf;
       const at = this.len++;
-      const n = this.buf.write(s, this.len, 'utf8');
-      this.buf[at] = n;
+      // ASCII (nearly every name, key and value) is copied by hand: cheaper than a native utf8 write per string.
+      let i = 0;
+      let p = this.len;
+      for (; i < s.length; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[p++] = c;
+      }
+      const n = i === s.length ? s.length : buf.write(s, this.len, 'utf8');
+      buf[at] = n;
       this.len += n;
       return;
     }
@@ -451,7 +460,20 @@ function formatTimeText(seconds: number, nanos: number, micro: boolean): string 
 const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** Parses an RFC 3339 time into Timestamp {seconds, nanos}. */
+/** Recently parsed times: the same few timestamps (creation, managed fields) recur in every encode of an object. */
+const parsedTimes = new Map<string, { seconds: number; nanos: number }>();
+
 function parseTime(value: string): { seconds: number; nanos: number } {
+  let t = parsedTimes.get(value);
+  if (t === undefined) {
+    t = parseTimeUncached(value);
+    if (parsedTimes.size >= 4096) parsedTimes.clear();
+    parsedTimes.set(value, t);
+  }
+  return t;
+}
+
+function parseTimeUncached(value: string): { seconds: number; nanos: number } {
   const m = RFC3339_RE.exec(value);
   if (!m) throw new ProtobufEncodeError(`not an RFC 3339 time: ${JSON.stringify(value)}`);
   const [, y, mo, d, h, mi, s, frac, zone] = m;

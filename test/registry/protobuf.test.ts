@@ -181,6 +181,14 @@ describe('protobuf encoding: exact bytes', () => {
     );
   });
 
+  it('short strings past ASCII are written as UTF-8 (the ASCII fast path falls back)', () => {
+    const bytes = encodeMessage('meta.v1.ObjectMeta', { name: 'aé', labels: { k: '日本', e: 'x😀' } });
+    assert.equal(hex(bytes.subarray(0, 5)), '0a0361c3a9');
+    const back = decodeMessage('meta.v1.ObjectMeta', bytes) as { name: string; labels: Record<string, string> };
+    assert.equal(back.name, 'aé');
+    assert.deepEqual(back.labels, { e: 'x😀', k: '日本' });
+  });
+
   it('the envelope and a watch frame', () => {
     const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'foo', creationTimestamp: null }, spec: {}, status: {} };
     assert.equal(hex(encodeKubernetesProtobuf(ns)), hex(KUBE_APISERVER_123_NAMESPACE_FOO));
