@@ -17,7 +17,7 @@ import { PATCH_TYPES } from '../registry/patch.js';
 import { bodyFormat, contentType, readBody } from './body.js';
 import { getAuditRecorder, getUser, type ApiRequest, type ApiResponse } from './http.js';
 import { parseBoolParam, type RequestInfo } from './requestinfo.js';
-import { PROTOBUF, setWarnings, writeBody, writeEncoded, writeError, type MediaType, type Output } from './respond.js';
+import { ORCH_PROTOBUF, PROTOBUF, isProtobuf, setWarnings, writeBody, writeEncoded, writeError, type MediaType, type Output } from './respond.js';
 import { serveWatch } from './watchstream.js';
 import { withSelfLink } from './selflink.js';
 import { negotiateOutput, transformObject, watchEventTransformer, type OutputNegotiation } from './table.js';
@@ -52,7 +52,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
     const protobuf = !target || canEncodeProtobuf(apiVersionOf(target), target.kind);
     let neg = negotiateOutput(accept, protobuf ? WITH_PROTOBUF : undefined);
     // Conversions (Table, PartialObjectMetadata) are served as JSON or YAML only.
-    if (neg.target !== 'object' && neg.target !== 'notAcceptable' && neg.mediaType === PROTOBUF) neg = negotiateOutput(accept);
+    if (neg.target !== 'object' && neg.target !== 'notAcceptable' && isProtobuf(neg.mediaType)) neg = negotiateOutput(accept);
     if (neg.target === 'notAcceptable') throw notAcceptable(accept);
     out = { mediaType: neg.mediaType as MediaType, pretty };
     const includeObject = query.get('includeObject') ?? '';
@@ -89,7 +89,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
         return writeConverted(res, link(await store.list(scope, listOptions(query))), decl, neg, includeObject, out, req.method);
       case 'watch': {
         const transform = watchEventTransformer(decl, neg, { includeObject });
-        return await serveWatch(req, res, store, scope, watchOptions(query), transform, timeoutSeconds(query, deps), deps.signal, out.mediaType === PROTOBUF);
+        return await serveWatch(req, res, store, scope, watchOptions(query), transform, timeoutSeconds(query, deps), deps.signal, isProtobuf(out.mediaType) ? out.mediaType : undefined);
       }
       case 'create': {
         if (info.name !== '') throw methodNotAllowed(store, 'POST');
@@ -295,7 +295,7 @@ function methodNotAllowed(_store: ResourceStore, _method: string): StatusError {
 }
 
 const SERVED_MEDIA_TYPES = 'application/json, application/yaml, application/vnd.kubernetes.protobuf';
-const WITH_PROTOBUF = ['application/json', 'application/yaml', PROTOBUF];
+const WITH_PROTOBUF = ['application/json', 'application/yaml', PROTOBUF, ORCH_PROTOBUF];
 
 /**
  * A 406: the router's own when no clause names a media type we serve at all; the negotiator's, listing what
@@ -303,7 +303,7 @@ const WITH_PROTOBUF = ['application/json', 'application/yaml', PROTOBUF];
  */
 function notAcceptable(accept: string | undefined): StatusError {
   const types = (accept ?? '').split(',').map((c) => c.split(';')[0]!.trim().toLowerCase());
-  const served = types.some((t) => ['*/*', 'application/*', 'application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf'].includes(t));
+  const served = types.some((t) => ['*/*', 'application/*', 'application/json', 'application/yaml', PROTOBUF, ORCH_PROTOBUF].includes(t));
   if (!served) {
     const e = apiErrors.notAcceptable('406: Not Acceptable');
     e.status.details = {};

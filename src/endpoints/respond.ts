@@ -7,8 +7,14 @@ import { StatusError, apiErrors } from '../registry/errors.js';
 import { encodeKubernetesProtobuf } from '../registry/protobuf.js';
 import { getAuditRecorder, type ApiResponse } from './http.js';
 
-export type MediaType = 'application/json' | 'application/yaml' | 'application/vnd.kubernetes.protobuf';
+export type MediaType = 'application/json' | 'application/yaml' | 'application/vnd.kubernetes.protobuf' | 'application/vnd.orch.protobuf';
 export const PROTOBUF: MediaType = 'application/vnd.kubernetes.protobuf';
+/** The spec's spelling of Kubernetes' protobuf media type: the same bytes; an answer carries the spelling the client accepted. */
+export const ORCH_PROTOBUF: MediaType = 'application/vnd.orch.protobuf';
+
+export function isProtobuf(mediaType: string): boolean {
+  return mediaType === PROTOBUF || mediaType === ORCH_PROTOBUF;
+}
 export type Conversion = 'Table' | 'PartialObjectMetadata' | 'PartialObjectMetadataList';
 
 export interface Output {
@@ -68,7 +74,7 @@ export function negotiate(accept: string | undefined, pretty: boolean, conversio
 
 /** Encodes a value for the chosen media type, as Kubernetes' serializers do (JSON ends with a newline). */
 export function encode(value: unknown, out: Pick<Output, 'mediaType' | 'pretty'>): string | Buffer {
-  if (out.mediaType === PROTOBUF) return encodeKubernetesProtobuf(value as object);
+  if (isProtobuf(out.mediaType)) return encodeKubernetesProtobuf(value as object);
   if (out.mediaType === 'application/yaml') return yaml().stringify(value, { lineWidth: 0 });
   // Go's json.MarshalIndent output (pretty) has no final newline; the compact encoder's has one.
   return out.pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value) + '\n';

@@ -19,8 +19,10 @@ export async function serveWatch(
   transform: (obj: KObject) => unknown,
   timeoutSeconds: number,
   signal?: AbortSignal,
-  protobuf = false,
+  /** The protobuf media type the client accepted (either spelling); JSON when unset. */
+  protobufMediaType?: string,
 ): Promise<void> {
+  const protobuf = protobufMediaType !== undefined;
   const watch = store.watch(scope, opts);
   const stop = () => watch.close();
   const timer = setTimeout(stop, timeoutSeconds * 1000);
@@ -30,7 +32,7 @@ export async function serveWatch(
   signal?.addEventListener('abort', stop, { once: true });
   try {
     res.statusCode = 200;
-    res.setHeader('Content-Type', protobuf ? 'application/vnd.kubernetes.protobuf;stream=watch' : 'application/json');
+    res.setHeader('Content-Type', protobuf ? `${protobufMediaType};stream=watch` : 'application/json');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Cache-Control', 'no-cache, private');
     (res as { flushHeaders?: () => void }).flushHeaders?.();
