@@ -13,6 +13,7 @@
  *     Mirror pods (kubernetes.io/config.mirror) are left alone but may reference no service account,
  *     secret or token projection.
  */
+import { lister } from './informer.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { apiErrors, isStatusError } from '../errors.js';
 import type { KObject } from '../kind.js';
@@ -136,9 +137,12 @@ function mirrorPodProblem(spec: Json): string | undefined {
 }
 
 export function serviceAccountAdmission(deps: ServiceAccountAdmissionDeps): Admission {
+  // The accounts from an in-memory copy (as Kubernetes' lister); a miss asks storage.
+  const accounts = lister(deps.serviceAccounts);
   const get = async (namespace: string, name: string): Promise<KObject | undefined> => {
+    if (!accounts.served()) return undefined;
     try {
-      return await deps.serviceAccounts()?.get({ namespace }, name);
+      return await accounts.get(namespace, name);
     } catch (err) {
       if (isStatusError(err, 'NotFound')) return undefined;
       throw err;

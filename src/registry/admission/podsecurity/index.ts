@@ -13,6 +13,7 @@
  * Exempt namespaces, users and runtime classes (PodSecurityConfiguration) are skipped, recorded as the
  * pod-security.kubernetes.io/exempt audit annotation; the configuration's defaults apply to unlabelled modes.
  */
+import { lister } from '../informer.js';
 import { apiErrors, isStatusError } from '../../errors.js';
 import type { KObject } from '../../kind.js';
 import type { Admission, AdmissionAttributes, ResourceStore } from '../../store.js';
@@ -82,12 +83,13 @@ export function podSecurity(deps: PodSecurityDeps): Admission {
   const config = deps.config ?? DEFAULT_CONFIG;
   const ex = config.exemptions;
 
+  // Namespaces from an in-memory copy (as Kubernetes' lister); a miss asks storage.
+  const namespaces = lister(deps.namespaces);
   const namespacePolicy = async (a: AdmissionAttributes): Promise<{ policy: Policy; error?: string } | undefined> => {
-    const store = deps.namespaces();
-    if (!store) return undefined;
+    if (!namespaces.served()) return undefined;
     let ns: KObject;
     try {
-      ns = await store.get({ namespace: '' }, a.namespace);
+      ns = await namespaces.get('', a.namespace);
     } catch (err) {
       if (isStatusError(err, 'NotFound')) return undefined;
       throw err;
