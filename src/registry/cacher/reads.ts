@@ -51,10 +51,13 @@ export function getFromCache(cache: WatchCache, key: string): KeyValue | null {
 
 /**
  * How long a consistent list waits for the cache to reach storage's current revision before it reads
- * storage instead (which is then as fast as it was before lists came from the cache). The embedded store's
- * watch reports progress at once; etcd's answers a progress request (at most every 100 ms) within a round trip.
+ * storage instead: about what a storage list costs. Events (a write just acknowledged) wake the wait at
+ * once; the embedded store's watch reports progress at once; etcd's answers progress requests (at most
+ * every 100 ms), so while other resources are written the cache of a quiet one often cannot show in time
+ * that it is current, and the list then reads storage, as before.
  */
-export const CONSISTENT_WAIT_MS = 250;
+export const CONSISTENT_WAIT_MS = 20;
+const CONSISTENT_POLL_MS = 5;
 
 /**
  * A consistent list (no resourceVersion, no continue token) from memory: storage's current revision is
@@ -77,7 +80,7 @@ export async function listConsistentFromCache(
   } catch {
     return undefined;
   }
-  if (cache.currentRevision() < rev && !(await cache.waitUntilFresh(rev, CONSISTENT_WAIT_MS))) return undefined;
+  if (cache.currentRevision() < rev && !(await cache.waitUntilFresh(rev, CONSISTENT_WAIT_MS, CONSISTENT_POLL_MS))) return undefined;
   if (!cache.ready || cache.currentRevision() < rev) return undefined;
   cache.consistentLists++;
   return listFromCache(store, cache, scope, opts, true);

@@ -280,7 +280,7 @@ export class WatchCache {
    * Waits until the cache is complete up to `rev` (Kubernetes' waitUntilFreshAndBlock); false when it is
    * not after `timeoutMs` or the cache stopped being ready.
    */
-  async waitUntilFresh(rev: number, timeoutMs: number): Promise<boolean> {
+  async waitUntilFresh(rev: number, timeoutMs: number, pollMs = 50): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (this.readyFlag && this.currentRevision() < rev) {
       const left = deadline - Date.now();
@@ -292,7 +292,7 @@ export class WatchCache {
           this.freshWaiters.delete(done);
           resolve();
         };
-        const t = setTimeout(done, Math.min(left, 50));
+        const t = setTimeout(done, Math.min(left, pollMs));
         this.freshWaiters.add(done);
       });
     }
