@@ -6,11 +6,13 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { makeCA, makeServingCert } from '../../src/server/certs.js';
+import { makeCA, makeClientCert, makeServingCert } from '../../src/server/certs.js';
+import { loadEgressSelectorConfig } from '../../src/server/egress.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 
 describe('--egress-selector-config-file', () => {
@@ -77,6 +79,60 @@ describe('--egress-selector-config-file', () => {
     await assert.rejects(startCluster([`--egress-selector-config-file=${noTransport}`]), /transport: Required value/);
     const uds = await egressFile('uds.yaml', [{ name: 'cluster', connection: { proxyProtocol: 'HTTPConnect', transport: { uds: { udsName: '/tmp/x.sock' } } } }]);
     await assert.rejects(startCluster([`--egress-selector-config-file=${uds}`]), /the uds transport is not implemented yet/);
+  });
+
+  it('dials through an https proxy with the file\'s CA and client certificate', async () => {
+    const ca = await makeCA('egress-proxy-ca');
+    const serving = await makeServingCert(ca.cert, ca.key, 'proxy', ['127.0.0.1']);
+    const client = await makeClientCert({ caCert: ca.cert, caKey: ca.key, commonName: 'orch-apiserver' });
+    for (const [name, text] of [['proxy-ca.crt', ca.cert], ['client.crt', client.cert], ['client.key', client.key]] as const) await writeFile(join(dir, name), text);
+    const seen: { target: string; clientCN: string }[] = [];
+    const tlsProxy = createHttpsServer({ cert: serving.cert, key: serving.key, ca: ca.cert, requestCert: true, rejectUnauthorized: true });
+    tlsProxy.on('connect', (req, sock, head) => {
+      seen.push({ target: req.url ?? '', clientCN: String((sock as TLSSocket).getPeerCertificate().subject?.CN ?? '') });
+      const [host, port] = (req.url ?? '').split(':');
+      const upstream = connect(Number(port), host ?? '127.0.0.1', () => {
+        sock.write('HTTP/1.1 200 Connection established\r\n\r\n');
+        if (head.length > 0) upstream.write(head);
+        upstream.pipe(sock);
+        sock.pipe(upstream);
+      });
+      tunnels.push(upstream, sock);
+    });
+    await new Promise<void>((resolve) => tlsProxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const path = await egressFile('tls.yaml', [
+        {
+          name: 'cluster',
+          connection: {
+            proxyProtocol: 'HTTPConnect',
+            transport: {
+              tcp: {
+                url: `https://127.0.0.1:${(tlsProxy.address() as AddressInfo).port}`,
+                tlsConfig: { caBundle: join(dir, 'proxy-ca.crt'), clientCert: join(dir, 'client.crt'), clientKey: join(dir, 'client.key') },
+              },
+            },
+          },
+        },
+      ]);
+      const dial = loadEgressSelectorConfig(path).cluster;
+      assert.ok(dial);
+      const agentPort = (agent.address() as AddressInfo).port;
+      const sock = await dial('127.0.0.1', agentPort);
+      // TLS to the agent over the tunnel: its certificate proves the tunnel reaches it.
+      const tls = tlsConnect({ socket: sock, rejectUnauthorized: false });
+      await new Promise<void>((resolve, reject) => {
+        tls.once('secureConnect', resolve);
+        tls.once('error', reject);
+      });
+      const cn = tls.getPeerCertificate().subject?.CN;
+      tls.destroy();
+      assert.equal(cn, 'agent');
+      assert.deepEqual(seen, [{ target: `127.0.0.1:${agentPort}`, clientCN: 'orch-apiserver' }]);
+    } finally {
+      for (const t of tunnels) t.destroy();
+      await new Promise((resolve) => tlsProxy.close(resolve));
+    }
   });
 
   it('sends kubectl logs to the node agent through the cluster HTTPConnect proxy', async () => {
