@@ -209,8 +209,16 @@ describe('Pod Security labels and configuration', () => {
 describe('PodSecurity on pod controllers', () => {
   const deployments = { group: 'apps', version: 'v1', kind: 'Deployment', resource: 'deployments', namespaced: true } as unknown as KindDecl;
   const ns: KObject = { metadata: { name: 'ns', labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/warn': 'baseline' } } };
+  // A namespace store as the plugin's lister reads it: a list, a watch that stays open, and write observers.
+  const namespaceStore = {
+    decl: { namespaced: false },
+    observeWrites: () => () => undefined,
+    get: async () => ns,
+    list: async () => ({ metadata: { resourceVersion: '1' }, items: [{ ...ns, metadata: { ...ns.metadata, resourceVersion: '1' } }] }),
+    watch: () => ({ close: () => undefined, [Symbol.asyncIterator]: () => ({ next: () => new Promise(() => undefined) }) }),
+  } as unknown as ResourceStore;
   const plugin = podSecurity({
-    namespaces: () => ({ get: async () => ns }) as unknown as ResourceStore,
+    namespaces: () => namespaceStore,
     pods: () => undefined,
     config: {
       defaults: PRIVILEGED_POLICY,
