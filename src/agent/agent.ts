@@ -91,6 +91,8 @@ export interface AgentConfig {
     maxPodGracePeriodSeconds: number;
     /** kubelet: 10 s. */
     monitoringPeriodMs?: number;
+    /** For tests only: the first pass waits this long instead of running at start (kubelet: at once). */
+    firstPassDelayMs?: number;
   };
   /** --container-log-max-size (bytes) and --container-log-max-files; no rotation when unset. */
   containerLogs?: { maxSizeBytes: number; maxFiles: number; periodMs?: number };
@@ -288,9 +290,15 @@ export class Agent implements ServerHost {
     }
     if (this.evictionManager) {
       const period = this.config.eviction?.monitoringPeriodMs ?? 10_000;
-      this.evictionTimer = setInterval(() => void this.evictionPass(), period);
-      this.evictionTimer.unref();
-      await this.evictionPass();
+      const start = (): void => {
+        if (this.stopped) return;
+        this.evictionTimer = setInterval(() => void this.evictionPass(), period);
+        this.evictionTimer.unref();
+      };
+      const delay = this.config.eviction?.firstPassDelayMs ?? 0;
+      if (delay > 0) setTimeout(start, delay).unref();
+      else start();
+      if (!this.config.eviction?.firstPassDelayMs) await this.evictionPass();
     }
     this.logManager?.start();
     const statsPeriod = this.config.volumeStatsAggPeriodMs ?? 0;

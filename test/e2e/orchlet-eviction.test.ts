@@ -57,10 +57,18 @@ void describe('orchlet eviction (kubectl)', () => {
           pressureTransitionPeriodMs: 60_000,
           maxPodGracePeriodSeconds: 0,
           monitoringPeriodMs: 1500,
+          // Ranking needs each pod's usage: the first pass waits until the containers have started.
+          firstPassDelayMs: 8000,
         },
       },
     });
     const agent = a;
+    await waitFor('the three pods Running before the first eviction pass', async () => {
+      const l = await kubectlJSON(['get', 'pods']);
+      const running = (l?.items ?? []).filter((p: Json) => p.status?.phase === 'Running').length;
+      return running === 3 || undefined;
+    }, 20_000);
+    assert.equal(agent.logs.filter((l) => l.includes('evicting pod')).length, 0, 'the pods ran before any eviction');
     const nodeObj = await waitFor('MemoryPressure on the node', async () => {
       const n = await kubectlJSON(['get', 'node', node]);
       return n?.status?.conditions?.find((x: Json) => x.type === 'MemoryPressure')?.status === 'True' ? n : undefined;
