@@ -18,7 +18,7 @@ import { resourceAttributes, type AccessAuthorizer } from '../../registry/kinds/
 import { CERTIFICATES_GROUP, csrOf, hasCondition, SIGNER_KUBE_APISERVER_CLIENT_KUBELET } from '../../registry/kinds/certificates/index.js';
 import type { Registry } from '../../registry/registry.js';
 import { CERTIFICATE_CONTROLLER_USER, kubeletClientProblem, SkipUpdate } from './csr-signing.js';
-import { runController, type Controller } from './runner.js';
+import { getIfExists, runController, type Controller } from './runner.js';
 
 const pending = (csr: KObject): boolean =>
   csr['spec']?.signerName === SIGNER_KUBE_APISERVER_CLIENT_KUBELET &&
@@ -39,14 +39,8 @@ export function startCsrApprovingController(registry: Registry, authorizer: () =
     store: csrs,
     wants: pending,
     async sync(_namespace, name) {
-      let csr: KObject;
-      try {
-        csr = await csrs.get(scope, name);
-      } catch (err) {
-        if (isStatusError(err, 'NotFound')) return null;
-        throw err;
-      }
-      if (!pending(csr)) return null;
+      const csr = await getIfExists(csrs, scope, name);
+      if (!csr || !pending(csr)) return null;
       const spec = csr['spec'] as Record<string, any>;
       const cr = csrOf(csr);
       if (kubeletClientProblem(cr, Array.isArray(spec['usages']) ? spec['usages'] : []) !== '') return null;

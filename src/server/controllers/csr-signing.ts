@@ -32,7 +32,7 @@ import {
 } from '../../registry/kinds/certificates/index.js';
 import type { Registry } from '../../registry/registry.js';
 import { loadX509, splitPemCertificates } from '../certs.js';
-import { runController, type Controller } from './runner.js';
+import { getIfExists, runController, type Controller } from './runner.js';
 
 /** The identity the certificate controllers write as. */
 export const CERTIFICATE_CONTROLLER_USER = { name: 'system:kube-controller-manager', groups: ['system:masters', 'system:authenticated'] };
@@ -220,14 +220,8 @@ export function startCsrSigningController(registry: Registry, ca: SigningCA, log
     store: csrs,
     wants: wantsSigning,
     async sync(_namespace, name) {
-      let csr: KObject;
-      try {
-        csr = await csrs.get(scope, name);
-      } catch (err) {
-        if (isStatusError(err, 'NotFound')) return null;
-        throw err;
-      }
-      if (!wantsSigning(csr)) return null;
+      const csr = await getIfExists(csrs, scope, name);
+      if (!csr || !wantsSigning(csr)) return null;
       const usages: string[] = Array.isArray(csr['spec']?.usages) ? csr['spec'].usages : [];
       const cr = csrOf(csr);
       const problem = signerProblem(csr['spec'].signerName, cr, usages);

@@ -3,6 +3,7 @@
  * run one sync per key at a time (a key changed during its sync is synced again), and retry later when a
  * sync asks for it or fails.
  */
+import { isStatusError } from '../../registry/errors.js';
 import type { KObject } from '../../registry/kind.js';
 import type { ResourceStore, WatchEvent } from '../../registry/store.js';
 
@@ -57,6 +58,16 @@ export function subscribe(store: ResourceStore, sub: WatchSubscriber): () => voi
     if (shared.get(store) === g) shared.delete(store);
     g.close();
   };
+}
+
+/** The object as storage has it now, or undefined when it is gone (a sync then has nothing to do). */
+export async function getIfExists(store: ResourceStore, scope: Parameters<ResourceStore['get']>[0], name: string): Promise<KObject | undefined> {
+  try {
+    return await store.get(scope, name);
+  } catch (err) {
+    if (isStatusError(err, 'NotFound')) return undefined;
+    throw err;
+  }
 }
 
 /** Removes one metadata finalizer from an object, on its latest version (a stale read retries in the store). */
