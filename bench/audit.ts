@@ -15,7 +15,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, CONCURRENCY, startServerProcess, timedCreates } from './api.js';
-import { rowRecorder, type BenchRow } from './rows.js';
+import { compareSetups, rowRecorder, type BenchRow, type CompareResult } from './rows.js';
 
 const POLICY = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -43,13 +43,8 @@ const SETUPS: Setup[] = [
   { key: 'blocking', label: 'Metadata policy, log in blocking mode', args: withPolicy('blocking') },
 ];
 
-interface Result {
-  opsPerSec: number;
-  serverCpuUsPerOp: number | null;
-}
-
 /** Creates `n` claims after a warm-up; creates/s and the server's CPU per create. */
-async function measure(setup: Setup, n: number): Promise<Result> {
+async function measure(setup: Setup, n: number): Promise<CompareResult> {
   const server = await startServerProcess(setup.args);
   try {
     const client = await Client.open(server);
@@ -64,12 +59,6 @@ async function measure(setup: Setup, n: number): Promise<Result> {
   }
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
-
 export async function benchAudit(scale: number): Promise<AuditRow[]> {
   const rows: AuditRow[] = [];
   const add = rowRecorder(rows);
@@ -81,29 +70,6 @@ export async function benchAudit(scale: number): Promise<AuditRow[]> {
     `audit: node ${process.version}, bin/orch-apiserver in its own process, HTTPS + HTTP/2, concurrency ${CONCURRENCY}, ` +
       `${n.toLocaleString('en')} PVC creates per run, ${rounds} round(s) in rotated order, medians`,
   );
-  const results = new Map<string, Result[]>(setups.map((s) => [s.key, []]));
-  for (let round = 0; round < rounds; round++) {
-    const order = setups.map((_, i) => setups[(i + round) % setups.length]!);
-    const line: string[] = [];
-    for (const setup of order) {
-      const r = await measure(setup, n);
-      results.get(setup.key)!.push(r);
-      line.push(`${setup.key} ${Math.round(r.opsPerSec)}/s ${r.serverCpuUsPerOp === null ? '?' : Math.round(r.serverCpuUsPerOp)}us`);
-    }
-    console.log(`  (round ${round + 1}: ${line.join(', ')})`);
-  }
-  const ops = (key: string) => median(results.get(key)!.map((r) => r.opsPerSec));
-  const cpus = (key: string) => results.get(key)!.flatMap((r) => (r.serverCpuUsPerOp === null ? [] : [r.serverCpuUsPerOp]));
-  const baseOps = ops('none');
-  const baseCpu = cpus('none').length > 0 ? median(cpus('none')) : undefined;
-  for (const setup of setups) {
-    add(`PVC creates/s, ${setup.label}`, ops(setup.key), 'ops/s');
-    const c = cpus(setup.key);
-    const cpu = c.length > 0 ? median(c) : undefined;
-    if (cpu !== undefined) add(`  server CPU per create`, cpu, 'us');
-    if (setup.key === 'none') continue;
-    add(`  throughput cost against no audit`, (1 - ops(setup.key) / baseOps) * 100, '%');
-    if (cpu !== undefined && baseCpu !== undefined) add(`  server CPU cost against no audit`, (cpu / baseCpu - 1) * 100, '%');
-  }
+  await compareSetups({ setups, baseline: 'none', baselineLabel: 'no audit', rounds, measure: (setup) => measure(setup, n), add });
   return rows;
 }

@@ -16,7 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, CONCURRENCY, PVC_PATH, pvcBody, startServerProcess, timedCreates } from './api.js';
-import { rowRecorder, type BenchRow } from './rows.js';
+import { compareSetups, rowRecorder, type BenchRow } from './rows.js';
 import { DEFAULT_ADMISSION_PLUGINS } from '../src/server/options.js';
 
 export type AuthzRow = BenchRow;
@@ -83,14 +83,6 @@ async function measure(setup: Setup, n: number): Promise<{ opsPerSec: number; se
   }
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
-
-type Result = Awaited<ReturnType<typeof measure>>;
-
 export async function benchAuthz(scale: number): Promise<AuthzRow[]> {
   const rows: AuthzRow[] = [];
   const add = rowRecorder(rows);
@@ -102,29 +94,6 @@ export async function benchAuthz(scale: number): Promise<AuthzRow[]> {
     `authz: node ${process.version}, bin/orch-apiserver in its own process, HTTPS + HTTP/2, concurrency ${CONCURRENCY}, ` +
       `${n.toLocaleString('en')} PVC creates per run, ${rounds} round(s) in rotated order, medians`,
   );
-  const results = new Map<string, Result[]>(setups.map((s) => [s.key, []]));
-  for (let round = 0; round < rounds; round++) {
-    const order = setups.map((_, i) => setups[(i + round) % setups.length]!);
-    const line: string[] = [];
-    for (const setup of order) {
-      const r = await measure(setup, n);
-      results.get(setup.key)!.push(r);
-      line.push(`${setup.key} ${Math.round(r.opsPerSec)}/s ${r.serverCpuUsPerOp === null ? '?' : Math.round(r.serverCpuUsPerOp)}us`);
-    }
-    console.log(`  (round ${round + 1}: ${line.join(', ')})`);
-  }
-  const ops = (key: string) => median(results.get(key)!.map((r) => r.opsPerSec));
-  const cpus = (key: string) => results.get(key)!.flatMap((r) => (r.serverCpuUsPerOp === null ? [] : [r.serverCpuUsPerOp]));
-  const baseOps = ops('allow');
-  const baseCpu = cpus('allow').length > 0 ? median(cpus('allow')) : undefined;
-  for (const setup of setups) {
-    add(`PVC creates/s, ${setup.label}`, ops(setup.key), 'ops/s');
-    const c = cpus(setup.key);
-    const cpu = c.length > 0 ? median(c) : undefined;
-    if (cpu !== undefined) add(`  server CPU per create`, cpu, 'us');
-    if (setup.key === 'allow') continue;
-    add(`  throughput cost against AlwaysAllow without plugins`, (1 - ops(setup.key) / baseOps) * 100, '%');
-    if (cpu !== undefined && baseCpu !== undefined) add(`  server CPU cost against AlwaysAllow without plugins`, (cpu / baseCpu - 1) * 100, '%');
-  }
+  await compareSetups({ setups, baseline: 'allow', baselineLabel: 'AlwaysAllow without plugins', rounds, measure: (setup) => measure(setup, n), add });
   return rows;
 }
