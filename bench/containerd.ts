@@ -13,26 +13,18 @@
  * Skipped, saying why, when containerd (or root, runc, the CNI plugins, ...) is not available.
  * BENCH_AGENT_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' profiles the agent.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { CriClient } from '../src/agent/runtime/cri/client.js';
 import { BUSYBOX_IMAGE, missingPrograms, PAUSE_IMAGE, startContainerd, type ContainerdHarness } from '../test/helpers/containerd.js';
-import { freePort } from '../test/helpers/ports.js';
+import { percentile, startBenchAgent, type BenchAgent } from './agentproc.js';
 import { Client, startServerProcess, type BenchServer } from './api.js';
 import { rowRecorder, type BenchRow } from './rows.js';
 
-const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
 type Json = Record<string, any>;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-}
 
 /** Watches the pods of a namespace: onEvent(type, name, phase-or-running, time). */
 function watchPods(server: BenchServer, ns: string, onEvent: (type: string, pod: Json, at: number) => void): { stop(): void; ready: Promise<void> } {
@@ -62,65 +54,14 @@ function watchPods(server: BenchServer, ns: string, onEvent: (type: string, pod:
   return { stop: () => req.destroy(), ready: readyP };
 }
 
-async function startAgent(server: BenchServer, h: ContainerdHarness, dir: string, node: string, qpsArgs: string[]): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
-  await mkdir(dir, { recursive: true });
-  const kubeconfig = join(dir, 'orchlet.kubeconfig');
-  await writeFile(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: server.url, 'certificate-authority-data': Buffer.from(server.caCert).toString('base64') } }],
-      users: [{ name: 'u', user: { token: server.token } }],
-      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-      'current-context': 'x',
-    }),
-  );
-  const args = [
-    ...(process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter(Boolean),
-    join(REPO, 'bin', 'orchlet'),
-    `--orchconfig=${kubeconfig}`,
+function startAgent(server: BenchServer, h: ContainerdHarness, dir: string, node: string, qpsArgs: string[]): Promise<BenchAgent> {
+  return startBenchAgent(server, dir, node, [
     '--container-runtime=remote',
     `--container-runtime-endpoint=${h.endpoint}`,
     `--cgroup-root=${h.cgroupRoot}`,
     `--pod-infra-container-image=${PAUSE_IMAGE}`,
-    `--root-dir=${join(dir, 'root')}`,
-    `--cert-dir=${join(dir, 'pki')}`,
-    `--hostname-override=${node}`,
-    '--node-ip=127.0.0.1',
-    '--address=127.0.0.1',
-    `--port=${await freePort()}`,
-    '--read-only-port=0',
-    '--healthz-port=0',
     ...qpsArgs,
-  ];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (c: string) => (err = (err + c).slice(-200_000)));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  await new Promise<void>((resolve, reject) => {
-    const check = setInterval(() => {
-      if (/running registering/.test(err)) {
-        clearInterval(check);
-        resolve();
-      }
-    }, 50);
-    child.once('exit', (code) => {
-      clearInterval(check);
-      reject(new Error(`orchlet exited with ${code}: ${err.slice(-2000)}`));
-    });
-  });
-  return {
-    child,
-    async stop() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 60_000);
-      await exited;
-      clearTimeout(t);
-    },
-  };
+  ]);
 }
 
 async function until<T>(what: string, f: () => Promise<T | undefined>, ms: number): Promise<T> {

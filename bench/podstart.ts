@@ -16,23 +16,15 @@
  * The pods opt out of the service account token volume (automountServiceAccountToken: false) so
  * the figures measure the agent's start and status path, not token issuance.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { freePort } from '../test/helpers/ports.js';
+import { join } from 'node:path';
+import { percentile, startBenchAgent, type BenchAgent } from './agentproc.js';
 import { Client, startServerProcess, type BenchServer } from './api.js';
 
-const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
 type Json = Record<string, any>;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-}
 
 /** The server's count of pod status PATCHes (apiserver_request_total). */
 async function statusPatches(client: Client): Promise<number> {
@@ -77,65 +69,9 @@ function watchRunning(server: BenchServer, ns: string, onRunning: (name: string,
   return { stop: () => req.destroy(), ready: readyP };
 }
 
-async function startAgent(server: BenchServer, dir: string, node: string, qpsArgs: string[]): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
-  await mkdir(dir, { recursive: true });
-  const kubeconfig = join(dir, 'orchlet.kubeconfig');
-  await writeFile(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: server.url, 'certificate-authority-data': Buffer.from(server.caCert).toString('base64') } }],
-      users: [{ name: 'u', user: { token: server.token } }],
-      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-      'current-context': 'x',
-    }),
-  );
-  const args = [
-    // e.g. BENCH_AGENT_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the agent
-    ...(process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter(Boolean),
-    join(REPO, 'bin', 'orchlet'),
-    `--orchconfig=${kubeconfig}`,
-    `--root-dir=${join(dir, 'root')}`,
-    `--cert-dir=${join(dir, 'pki')}`,
-    `--hostname-override=${node}`,
-    '--node-ip=127.0.0.1',
-    '--address=127.0.0.1',
-    `--port=${await freePort()}`,
-    '--read-only-port=0',
-    '--healthz-port=0',
-    '--max-pods=250',
-    '--node-status-update-frequency=2s',
-    ...qpsArgs,
-  ];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  if (process.env.BENCH_AGENT_LOG) child.stderr.pipe(createWriteStream(`${process.env.BENCH_AGENT_LOG}.${node}`));
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (c: string) => (err += c.length > 0 && err.length < 1_000_000 ? c : ''));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  await new Promise<void>((resolve, reject) => {
-    const check = setInterval(() => {
-      if (/running registering/.test(err)) {
-        clearInterval(check);
-        resolve();
-      }
-    }, 50);
-    child.once('exit', (code) => {
-      clearInterval(check);
-      reject(new Error(`orchlet exited with ${code}: ${err.slice(-2000)}`));
-    });
-  });
-  return {
-    child,
-    async stop() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 60_000);
-      await exited;
-      clearTimeout(t);
-    },
-  };
+function startAgent(server: BenchServer, dir: string, node: string, qpsArgs: string[]): Promise<BenchAgent> {
+  const logFile = process.env.BENCH_AGENT_LOG ? `${process.env.BENCH_AGENT_LOG}.${node}` : undefined;
+  return startBenchAgent(server, dir, node, ['--max-pods=250', '--node-status-update-frequency=2s', ...qpsArgs], logFile);
 }
 
 async function waitNodeReady(client: Client, node: string): Promise<void> {

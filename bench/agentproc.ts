@@ -1,0 +1,87 @@
+/**
+ * What the pod benches share: `bin/orchlet` started as its own process against a bench server (a
+ * kubeconfig with the server's CA and token written into its directory), ready once it logs that it is
+ * registering its node, and stopped with SIGTERM (SIGKILL after a minute); and the percentile of sorted figures.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../test/helpers/ports.js';
+import type { BenchServer } from './api.js';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+}
+
+export interface BenchAgent {
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts orchlet for `node` under `dir` (root, cert dir and kubeconfig there; the agent's own ports on
+ * 127.0.0.1, read-only and healthz ports off) with `extraArgs` after the common ones.
+ * BENCH_AGENT_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof') go to node; with `logFile`, the
+ * agent's standard error is kept there too.
+ */
+export async function startBenchAgent(server: BenchServer, dir: string, node: string, extraArgs: readonly string[], logFile?: string): Promise<BenchAgent> {
+  await mkdir(dir, { recursive: true });
+  const kubeconfig = join(dir, 'orchlet.kubeconfig');
+  await writeFile(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: server.url, 'certificate-authority-data': Buffer.from(server.caCert).toString('base64') } }],
+      users: [{ name: 'u', user: { token: server.token } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    }),
+  );
+  const args = [
+    ...(process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    join(REPO, 'bin', 'orchlet'),
+    `--orchconfig=${kubeconfig}`,
+    `--root-dir=${join(dir, 'root')}`,
+    `--cert-dir=${join(dir, 'pki')}`,
+    `--hostname-override=${node}`,
+    '--node-ip=127.0.0.1',
+    '--address=127.0.0.1',
+    `--port=${await freePort()}`,
+    '--read-only-port=0',
+    '--healthz-port=0',
+    ...extraArgs,
+  ];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  if (logFile) child.stderr.pipe(createWriteStream(logFile));
+  // The last 200,000 characters of its standard error: enough for the readiness line and for an error.
+  let err = '';
+  child.stderr.setEncoding('utf8');
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  await new Promise<void>((resolve, reject) => {
+    const onData = (c: string): void => {
+      err = (err + c).slice(-200_000);
+      if (/running registering/.test(err)) {
+        child.off('exit', onExit);
+        resolve();
+      }
+    };
+    const onExit = (code: number | null): void => reject(new Error(`orchlet exited with ${code}: ${err.slice(-2000)}`));
+    child.stderr.on('data', onData);
+    child.once('exit', onExit);
+  });
+  return {
+    child,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
