@@ -71,6 +71,8 @@ export class ResolveError extends Error {
 export class Aggregator implements ApiAggregator {
   /** The APIServices by name, as last read or written. */
   private readonly services = new Map<string, KObject>();
+  /** remoteGroups() as of the last change to `services` (undefined: to be worked out again). */
+  private remote: Map<string, KObject[]> | undefined;
   /** Each non-local group version's APIResourceList, from its server's discovery document. */
   readonly remoteResources = new Map<string, APIResource[]>();
   /** Each non-local APIService's server's /openapi/v2 document (fetched by the availability controller). */
@@ -87,6 +89,7 @@ export class Aggregator implements ApiAggregator {
     const store = config.registry.store(APIREGISTRATION_GROUP, 'v1', 'apiservices');
     if (!store) throw new Error('the apiservices store is missing');
     this.unobserve = store.observeWrites((name, obj) => {
+      this.remote = undefined;
       if (obj) this.services.set(name, obj);
       else {
         this.services.delete(name);
@@ -106,6 +109,7 @@ export class Aggregator implements ApiAggregator {
     const list = await store.list({ namespace: '' }, {});
     const items = (list['items'] ?? []) as KObject[];
     this.services.clear();
+    this.remote = undefined;
     for (const o of items) this.services.set(o.metadata?.name ?? '', o);
     return items;
   }
@@ -128,8 +132,9 @@ export class Aggregator implements ApiAggregator {
     return [...this.services.values()];
   }
 
-  /** The non-local APIServices, by group. */
+  /** The non-local APIServices, by group; worked out once per change, as every /apis request asks. */
   private remoteGroups(): Map<string, KObject[]> {
+    if (this.remote) return this.remote;
     const out = new Map<string, KObject[]>();
     for (const o of this.services.values()) {
       const spec: Json = o['spec'] ?? {};
@@ -142,6 +147,7 @@ export class Aggregator implements ApiAggregator {
       // VersionPriority highest first, then kube-aware version order.
       list.sort((a, b) => (b['spec'].versionPriority ?? 0) - (a['spec'].versionPriority ?? 0) || compareKubeAwareVersions(String(b['spec'].version), String(a['spec'].version)));
     }
+    this.remote = out;
     return out;
   }
 
