@@ -4,22 +4,15 @@
  * http.* and net.* attributes otelhttp sets, and the request served inside the span's context so that
  * webhook calls made for it carry its traceparent. The tracer (sampling, export) is the server's.
  */
-import { parseTraceparent, runInSpanContext, type SpanContext } from '../util/tracecontext.js';
+import { parseTraceparent, runInSpanContext } from '../util/tracecontext.js';
+import { SpanKind, type AttributeValue, type Tracer } from '../util/tracing.js';
 import type { ApiRequest, ApiResponse, Handler } from './authn.js';
 
-export type AttributeValue = string | number | boolean;
+/** The server's tracer, as the request filter uses it. */
+export type RequestTracer = Tracer;
 
-export interface RequestSpan {
-  readonly context: SpanContext;
-  setAttributes(attrs: Record<string, AttributeValue>): void;
-  /** Ends the span with OpenTelemetry's status: Unset, or Error with a message. */
-  end(status?: { error: string }): void;
-}
-
-export interface RequestTracer {
-  /** Starts a server span (sampled or not: unsampled spans still propagate their context). */
-  startServerSpan(name: string, parent: SpanContext | undefined, attributes: Record<string, AttributeValue>): RequestSpan;
-}
+/** otelhttp's instrumentation scope, under which request spans are exported. */
+export const TRACING_FILTER_SCOPE = 'k8s.io/apiserver/pkg/endpoints/filters';
 
 export const TRACING_SERVER_NAME = 'KubernetesAPI';
 
@@ -67,7 +60,7 @@ function statusOf(code: number): { error: string } | undefined {
 export function withTracing(next: Handler, deps: { tracer: RequestTracer }): Handler {
   return (req: ApiRequest, res: ApiResponse) => {
     const parent = parseTraceparent(req.headers['traceparent']);
-    const span = deps.tracer.startServerSpan(TRACING_SERVER_NAME, parent, requestAttributes(req));
+    const span = deps.tracer.startSpan(TRACING_SERVER_NAME, { kind: SpanKind.SERVER, parent, attributes: requestAttributes(req), scope: TRACING_FILTER_SCOPE });
     let wrote = 0;
     const write = res.write.bind(res) as (...args: unknown[]) => boolean;
     const sized = (chunk: unknown): void => {

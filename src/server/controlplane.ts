@@ -26,6 +26,7 @@ import { agentTransportFrom, kindSettingsFrom } from './kindsettings.js';
 import { loadEgressSelectorConfig } from './egress.js';
 import { createLogger, type LogFormat, type Logger } from '../util/log.js';
 import { instrumentStorage, registerStorageMetrics } from './storage-metrics.js';
+import { traceStorage } from '../storage/tracing.js';
 import { servedKinds } from './runtimeconfig.js';
 import { startIdentityLease } from './identity.js';
 import { auditConfigFrom } from './audit.js';
@@ -243,7 +244,7 @@ export async function createControlPlane(
   const serviceNetwork = serviceNetworkFrom(options, storage);
   serviceNetwork.log = logger;
   const registry: Registry = new Registry({
-    storage: instrumentStorage(storage, server.metrics, BUILTIN_KINDS),
+    storage: server.tracer ? traceStorage(instrumentStorage(storage, server.metrics, BUILTIN_KINDS), server.tracer) : instrumentStorage(storage, server.metrics, BUILTIN_KINDS),
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
     admission: chainAdmission([
@@ -298,6 +299,7 @@ export async function createControlPlane(
     servedKinds: served,
     proxyClient: loadProxyClient(options),
     enableAggregatorRouting: options.enableAggregatorRouting,
+    ...(server.tracer ? { tracer: server.tracer } : {}),
     log: server.logger,
   });
   installApi(server.mux, {

@@ -46,6 +46,7 @@ import { withCompression, withConnectionThrottle } from '../filters/throttle.js'
 import { withHTTPLogging } from '../filters/httplog.js';
 import { withTracing, type RequestTracer } from '../filters/tracing.js';
 import { createTracer, loadTracingConfig, type ServerTracer } from './tracing.js';
+import type { Tracer } from '../util/tracing.js';
 import { createLogger, loggerFromFunction, type Logger } from '../util/log.js';
 import { COMPAT_MAJOR, COMPAT_MINOR } from '../util/version.js';
 import { ServerMetrics, type MetricsConfig } from './metrics.js';
@@ -498,6 +499,8 @@ export interface ApiServer {
   readonly tokenReviewer: TokenReviewer;
   /** Priority and fairness (when enabled): the control plane feeds it the stored configuration. */
   readonly flowControl?: FlowControl;
+  /** --tracing-config-file: the tracer of request spans, for the parts that start child spans (storage, proxies). */
+  readonly tracer?: Tracer;
   /** Listens; resolves once listening. Calling it again returns the same promise. */
   start(): Promise<void>;
   /** Shuts down (readyz fails, the delay passes, the listener closes, connections drain); idempotent. */
@@ -737,6 +740,7 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
     caCert: deps.caCert,
     tokenReviewer: deps.reviewer,
     ...(deps.chain.priorityAndFairness ? { flowControl: deps.chain.priorityAndFairness } : {}),
+    ...(deps.tracer ? { tracer: deps.tracer } : {}),
     get externalAddress() {
       const host = config.externalHostname || config.advertiseAddress || hostname();
       return `${isIPv6(host) ? `[${host}]` : host}:${server.port}`;

@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import type { AttributeValue, RequestSpan, RequestTracer } from '../filters/tracing.js';
 import type { SpanContext } from '../util/tracecontext.js';
+import type { AttributeValue, Span, Tracer } from '../util/tracing.js';
 import { yaml } from '../util/yaml.js';
 
 export const TRACING_CONFIG_API_VERSION = 'apiserver.config.k8s.io/v1alpha1';
@@ -132,11 +132,13 @@ function keyValue(key: string, value: AttributeValue): PbWriter {
 }
 
 export interface FinishedSpan {
+  /** The instrumentation scope (OpenTelemetry's tracer name). */
+  scope: string;
   traceId: string;
   spanId: string;
   parentSpanId?: string;
   name: string;
-  /** OTLP SpanKind: 2 is SERVER. */
+  /** OTLP SpanKind: 1 INTERNAL, 2 SERVER, 3 CLIENT. */
   kind: number;
   startNs: bigint;
   endNs: bigint;
@@ -145,11 +147,14 @@ export interface FinishedSpan {
   status: { code: number; message: string };
 }
 
-export function encodeExportRequest(resource: Record<string, AttributeValue>, scope: string, spans: readonly FinishedSpan[]): Buffer {
+/** One ResourceSpans with a ScopeSpans per instrumentation scope, in the order scopes first appear. */
+export function encodeExportRequest(resource: Record<string, AttributeValue>, spans: readonly FinishedSpan[]): Buffer {
   const res = new PbWriter();
   for (const [k, v] of Object.entries(resource)) res.message(1, keyValue(k, v));
-  const scopeSpans = new PbWriter().message(1, new PbWriter().string(1, scope));
+  const byScope = new Map<string, PbWriter>();
   for (const s of spans) {
+    let scopeSpans = byScope.get(s.scope);
+    if (!scopeSpans) byScope.set(s.scope, (scopeSpans = new PbWriter().message(1, new PbWriter().string(1, s.scope))));
     const w = new PbWriter().bytes(1, Buffer.from(s.traceId, 'hex')).bytes(2, Buffer.from(s.spanId, 'hex'));
     if (s.parentSpanId) w.bytes(4, Buffer.from(s.parentSpanId, 'hex'));
     w.string(5, s.name).uint(6, s.kind).fixed64(7, s.startNs).fixed64(8, s.endNs);
@@ -160,13 +165,14 @@ export function encodeExportRequest(resource: Record<string, AttributeValue>, sc
     w.message(15, status);
     scopeSpans.message(2, w);
   }
-  const rs = new PbWriter().message(1, res).message(2, scopeSpans);
+  const rs = new PbWriter().message(1, res);
+  for (const scopeSpans of byScope.values()) rs.message(2, scopeSpans);
   return new PbWriter().message(1, rs).finish();
 }
 
 // ---- the tracer ------------------------------------------------------------------------------------------
 
-export interface ServerTracer extends RequestTracer {
+export interface ServerTracer extends Tracer {
   /** Exports what is queued and closes the connection. */
   shutdown(): Promise<void>;
 }
@@ -174,9 +180,12 @@ export interface ServerTracer extends RequestTracer {
 const EXPORT_METHOD = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 const MAX_BATCH = 512;
 const MAX_QUEUE = 2048;
+const DEFAULT_SCOPE = 'k8s.io/apiserver';
 
-function nowNs(): bigint {
-  return BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n);
+/** Wall-clock nanoseconds that never go backwards within one tracer: the monotonic clock from a wall-clock origin. */
+function clock(): () => bigint {
+  const origin = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();
+  return () => origin + process.hrtime.bigint();
 }
 
 /** TraceIDRatioBased: the trace ID's low 8 bytes, shifted right once, below rate * 2^63. */
@@ -191,6 +200,7 @@ export async function createTracer(config: TracingConfiguration, log: (m: string
   const grpc = await import('@grpc/grpc-js');
   const client = new grpc.Client(config.endpoint, grpc.credentials.createInsecure());
   const resource: Record<string, AttributeValue> = { 'service.name': 'apiserver', 'host.name': hostname() };
+  const nowNs = clock();
   const delayMs = Number(process.env['OTEL_BSP_SCHEDULE_DELAY'] ?? '') || 5000;
   let queue: FinishedSpan[] = [];
   let timer: NodeJS.Timeout | undefined;
@@ -200,7 +210,7 @@ export async function createTracer(config: TracingConfiguration, log: (m: string
 
   const send = (batch: FinishedSpan[]): Promise<void> =>
     new Promise((resolve) => {
-      const body = encodeExportRequest(resource, 'k8s.io/apiserver/pkg/endpoints/filters', batch);
+      const body = encodeExportRequest(resource, batch);
       client.makeUnaryRequest(
         EXPORT_METHOD,
         (b: Buffer) => b,
@@ -234,7 +244,7 @@ export async function createTracer(config: TracingConfiguration, log: (m: string
   };
 
   return {
-    startServerSpan(name, parent, attributes): RequestSpan {
+    startSpan(name, { kind = 1, parent, attributes, scope = DEFAULT_SCOPE }): Span {
       const traceId = parent?.traceId ?? randomBytes(16).toString('hex');
       const spanId = randomBytes(8).toString('hex');
       const sampled = parent ? parent.sampled : ratioSampled(traceId, config.samplingRatePerMillion);
@@ -254,8 +264,9 @@ export async function createTracer(config: TracingConfiguration, log: (m: string
             traceId,
             spanId,
             ...(parent ? { parentSpanId: parent.spanId } : {}),
+            scope,
             name,
-            kind: 2,
+            kind,
             startNs,
             endNs: nowNs(),
             attributes: attrs,

@@ -1,10 +1,13 @@
 // --tracing-config-file under APIServerTracing: spans for requests received by an OTLP/gRPC receiver this
 // test runs on loopback (grpc-js with the collector's TraceService, decoded with a minimal copy of the OTLP
-// trace protos); the sampling rate; an incoming traceparent as parent; traceparent sent to a token webhook.
+// trace protos); the sampling rate; an incoming traceparent as parent; traceparent sent to a token webhook;
+// storage calls as child spans of the request span; an extension API server (aggregation layer) the test runs
+// on loopback receiving the trace through a client span of the proxied call.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +16,9 @@ import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { stringify } from 'yaml';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { requireBinary } from '../helpers/binaries.js';
 import { parseServerOptions } from '../../src/server/options.js';
+import { makeCA, makeServingCert } from '../../src/server/certs.js';
 
 const OTLP_PROTO = `
 syntax = "proto3";
@@ -120,6 +125,8 @@ describe('--tracing-config-file (APIServerTracing)', () => {
   let dir: string;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let hook: Server;
+  let ext: HttpsServer;
+  const extTraceparents = new Map<string, string | undefined>();
   const hookTraceparents: (string | undefined)[] = [];
   let webhookConfig: string;
   let c: TestCluster | undefined;
@@ -145,6 +152,20 @@ describe('--tracing-config-file (APIServerTracing)', () => {
       });
     });
     await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+    // An extension API server for group wardle.example.com/v1alpha1.
+    const ca = await makeCA('wardle-ca');
+    const serving = await makeServingCert(ca.cert, ca.key, 'ext-api.default.svc', ['ext-api.default.svc']);
+    ext = createHttpsServer({ cert: serving.cert, key: serving.key }, (req, res) => {
+      extTraceparents.set(req.url ?? '', req.headers['traceparent'] as string | undefined);
+      res.setHeader('content-type', 'application/json');
+      if (req.url === '/apis/wardle.example.com/v1alpha1') {
+        const resources = [{ name: 'flunders', singularName: 'flunder', namespaced: true, kind: 'Flunder', verbs: ['get', 'list'] }];
+        res.end(JSON.stringify({ kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'wardle.example.com/v1alpha1', resources }));
+        return;
+      }
+      res.end(JSON.stringify({ kind: 'FlunderList', apiVersion: 'wardle.example.com/v1alpha1', metadata: {}, items: [] }));
+    });
+    await new Promise<void>((resolve) => ext.listen(0, '127.0.0.1', resolve));
     webhookConfig = join(dir, 'token-webhook.kubeconfig');
     await writeFile(
       webhookConfig,
@@ -165,6 +186,8 @@ describe('--tracing-config-file (APIServerTracing)', () => {
     else process.env['OTEL_BSP_SCHEDULE_DELAY'] = savedDelay;
     receiver.close();
     await new Promise((resolve) => hook.close(resolve));
+    ext.closeAllConnections();
+    await new Promise((resolve) => ext.close(resolve));
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -223,6 +246,75 @@ describe('--tracing-config-file (APIServerTracing)', () => {
     assert.deepEqual(hookTraceparents, [`00-${TRACE_ID}-${span.spanId}-01`]);
   });
 
+  it('traces storage calls as child spans of the request span', async () => {
+    assert.ok(c);
+    const r = await c.kubectl(['create', 'namespace', 'traced-ns']);
+    assert.equal(r.code, 0, r.stderr);
+    const request = await waitFor('the create span', () =>
+      receiver.spans.find((s) => s.name === 'KubernetesAPI' && s.attributes['http.method'] === 'POST' && /^\/api\/v1\/namespaces(\?|$)/.test(String(s.attributes['http.target']))),
+    );
+    const create = await waitFor('the storage create span', () =>
+      receiver.spans.find((s) => s.traceId === request.traceId && s.attributes['storage.operation'] === 'create'),
+    );
+    assert.equal(create.parentSpanId, request.spanId);
+    assert.equal(create.name, 'etcdserverpb.KV/Txn');
+    assert.equal(create.kind, 3); // CLIENT
+    assert.equal(create.attributes['rpc.system'], 'grpc');
+    assert.equal(create.attributes['resource'], 'namespaces');
+    assert.match(String(create.attributes['key']), /\/namespaces\/traced-ns$/);
+    assert.ok(create.start >= request.start && create.end <= request.end, 'the storage span lies within the request span');
+    // A read that goes to storage: a get of one object.
+    const get = await c.request('GET', '/api/v1/namespaces/traced-ns');
+    assert.equal(get.status, 200);
+    const getSpan = await waitFor('the get span', () =>
+      receiver.spans.find((s) => s.name === 'KubernetesAPI' && s.attributes['http.method'] === 'GET' && s.attributes['http.target'] === '/api/v1/namespaces/traced-ns'),
+    );
+    const children = await waitFor('the storage get span', () => {
+      const found = receiver.spans.filter((s) => s.parentSpanId === getSpan.spanId);
+      return found.length > 0 ? found : undefined;
+    });
+    assert.ok(children.every((s) => s.traceId === getSpan.traceId && s.name.startsWith('etcdserverpb.')));
+    assert.ok(children.some((s) => s.attributes['storage.operation'] === 'get'), JSON.stringify(children.map((s) => s.attributes)));
+  });
+
+  it('sends the trace to an aggregated API server, through a client span of the proxied call', async () => {
+    assert.ok(c);
+    const port = (ext.address() as AddressInfo).port;
+    const svc = await c.request('POST', '/api/v1/namespaces/default/services', {
+      body: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'ext-api' }, spec: { type: 'ExternalName', externalName: '127.0.0.1' } },
+    });
+    assert.equal(svc.status, 201, svc.text);
+    const apiService = await c.request('POST', '/apis/apiregistration.k8s.io/v1/apiservices', {
+      body: {
+        apiVersion: 'apiregistration.k8s.io/v1',
+        kind: 'APIService',
+        metadata: { name: 'v1alpha1.wardle.example.com' },
+        spec: { group: 'wardle.example.com', version: 'v1alpha1', groupPriorityMinimum: 1000, versionPriority: 15, insecureSkipTLSVerify: true, service: { namespace: 'default', name: 'ext-api', port } },
+      },
+    });
+    assert.equal(apiService.status, 201, apiService.text);
+    const path = '/apis/wardle.example.com/v1alpha1/namespaces/default/flunders';
+    let r = await c.kubectl(['get', '--raw', path]);
+    for (let i = 0; i < 100 && r.code !== 0; i++) {
+      await sleep(100); // until the availability controller has found the server
+      r = await c.kubectl(['get', '--raw', path]);
+    }
+    assert.equal(r.code, 0, r.stderr);
+    const tp = extTraceparents.get(path);
+    assert.match(tp ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    const [, traceId, parentId] = (tp ?? '').split('-');
+    const request = await waitFor('the proxied request span', () =>
+      receiver.spans.find((s) => s.name === 'KubernetesAPI' && s.attributes['http.target'] === path && s.traceId === traceId),
+    );
+    const client = await waitFor('the proxy client span', () => receiver.spans.find((s) => s.spanId === parentId));
+    assert.equal(client.traceId, request.traceId);
+    assert.equal(client.parentSpanId, request.spanId);
+    assert.equal(client.name, 'HTTP GET');
+    assert.equal(client.kind, 3); // CLIENT
+    assert.equal(client.attributes['http.status_code'], 200);
+    assert.equal(client.attributes['http.url'], `https://127.0.0.1:${port}${path}`);
+  });
+
   it('samplingRatePerMillion 0 exports nothing of its own, yet follows sampled parents and still propagates', async () => {
     await c?.stop();
     c = undefined;
@@ -246,9 +338,25 @@ describe('--tracing-config-file (APIServerTracing)', () => {
     await waitFor('the sampled child span', () => receiver.spans.find((s) => s.traceId === traceId));
     await c.stop();
     c = undefined;
-    assert.deepEqual(
-      receiver.spans.map((s) => s.traceId),
-      [traceId],
+    // Only the sampled parent's trace: its request span and the storage spans under it.
+    assert.deepEqual([...new Set(receiver.spans.map((s) => s.traceId))], [traceId]);
+    assert.equal(receiver.spans.filter((s) => s.name === 'KubernetesAPI').length, 1);
+  });
+
+  it('traces storage calls on etcd the same way', async (t) => {
+    if (!requireBinary(t, 'etcd')) return;
+    await c?.stop();
+    const path = await tracingFile('etcd.yaml', { endpoint: receiver.endpoint, samplingRatePerMillion: 1_000_000 });
+    c = await startCluster(['--feature-gates=APIServerTracing=true', `--tracing-config-file=${path}`], { etcd: true });
+    const r = await c.kubectl(['create', 'configmap', 'traced-cm', '--from-literal=a=b']);
+    assert.equal(r.code, 0, r.stderr);
+    const request = await waitFor('the create span', () =>
+      receiver.spans.find((s) => s.name === 'KubernetesAPI' && s.attributes['http.method'] === 'POST' && String(s.attributes['http.target']).startsWith('/api/v1/namespaces/default/configmaps')),
     );
+    const create = await waitFor('the storage create span', () => receiver.spans.find((s) => s.parentSpanId === request.spanId && s.attributes['storage.operation'] === 'create'));
+    assert.equal(create.traceId, request.traceId);
+    assert.equal(create.name, 'etcdserverpb.KV/Txn');
+    assert.equal(create.attributes['storage.backend'], 'etcd');
+    assert.match(String(create.attributes['key']), /\/configmaps\/default\/traced-cm$/);
   });
 });

@@ -32,6 +32,8 @@ import { getUser, type ApiRequest, type ApiResponse } from '../../endpoints/http
 import type { KObject, KindDecl } from '../../registry/kind.js';
 import { APIREGISTRATION_GROUP, availableCondition } from '../../registry/kinds/apiregistration/index.js';
 import type { Registry } from '../../registry/registry.js';
+import { currentSpanContext, formatTraceparent } from '../../util/tracecontext.js';
+import { childSpan, SpanKind, type Span, type Tracer } from '../../util/tracing.js';
 
 export interface AggregatorConfig {
   registry: Registry;
@@ -41,6 +43,8 @@ export interface AggregatorConfig {
   proxyClient?: { cert: string; key: string } | undefined;
   /** --enable-aggregator-routing: endpoint IPs instead of the Service's cluster IP. */
   enableAggregatorRouting: boolean;
+  /** --tracing-config-file: each proxied call is a client span, and its traceparent goes to the extension server. */
+  tracer?: Tracer;
   log?: (message: string) => void;
 }
 
@@ -286,6 +290,25 @@ export class Aggregator implements ApiAggregator {
     };
   }
 
+  /**
+   * With tracing on (otelhttp's transport, as kube-aggregator wraps its proxy round tripper): a client span
+   * 'HTTP <method>' under the request's span when that is sampled, and the traceparent of that span (else of
+   * the request's own span) in place of the one the client sent.
+   */
+  private traceProxy(req: ApiRequest, target: ServiceTarget, headers: Record<string, string | string[]>): Span | undefined {
+    const method = req.method ?? 'GET';
+    const host = target.host.includes(':') ? `[${target.host}]:${target.port}` : `${target.host}:${target.port}`;
+    const span = childSpan(this.config.tracer!, `HTTP ${method}`, {
+      kind: SpanKind.CLIENT,
+      scope: 'go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp',
+      attributes: { 'http.method': method, 'http.url': `https://${host}${req.url ?? '/'}`, 'http.flavor': '1.1', 'net.peer.name': target.host, 'net.peer.port': target.port },
+    });
+    const ctx = span?.context ?? currentSpanContext();
+    delete headers['traceparent'];
+    if (ctx) headers['traceparent'] = formatTraceparent(ctx);
+    return span;
+  }
+
   private async proxy(req: ApiRequest, res: ApiResponse, apiService: KObject): Promise<void> {
     const name = apiService.metadata?.name ?? '';
     if (availableCondition(apiService)?.status !== 'True') {
@@ -312,9 +335,14 @@ export class Aggregator implements ApiAggregator {
       if (user.groups.length) headers['x-remote-group'] = [...user.groups];
       for (const [key, values] of Object.entries(user.extra ?? {})) headers[`x-remote-extra-${encodeURIComponent(key)}`] = [...values];
     }
+    const span = this.config.tracer ? this.traceProxy(req, target, headers) : undefined;
     await new Promise<void>((resolve) => {
       const upstream = httpsRequest({ ...this.tlsOptions(target), method: req.method ?? 'GET', path: req.url ?? '/', headers }, (up) => {
         res.statusCode = up.statusCode ?? 502;
+        if (span) {
+          span.setAttributes({ 'http.status_code': res.statusCode });
+          up.on('close', () => span.end(res.statusCode >= 400 ? { error: '' } : undefined));
+        }
         for (const [k, v] of Object.entries(up.headers)) {
           if (v === undefined || HOP_BY_HOP.has(k)) continue;
           res.setHeader(k, v);
@@ -325,6 +353,7 @@ export class Aggregator implements ApiAggregator {
         up.on('error', () => resolve());
       });
       upstream.on('error', (err) => {
+        span?.end({ error: err.message });
         this.onProxyFailure?.(name);
         if (!res.headersSent) sendText(res, 503, 'text/plain; charset=utf-8', `service unavailable: ${err.message}\n`, req.method);
         else res.end();
