@@ -25,6 +25,7 @@ import { RuntimeState, type RuntimeConditionLike } from './node/runtimestate.js'
 import { LABEL_POD_UID } from './podsync.js';
 import type { PodConfigOptions } from './podconfig.js';
 import { PodSyncer } from './podsync.js';
+import { ApiServiceEnv } from './servicelinks.js';
 import { ProcessRuntime } from './runtime/process.js';
 import type { Runtime } from './runtime/runtime.js';
 import { agentServingCert } from './server/certs.js';
@@ -122,6 +123,8 @@ export interface AgentConfig {
    * /stats/summary (kubelet: 1 min); 0 or unset: no volume stats.
    */
   volumeStatsAggPeriodMs?: number;
+  /** --master-service-namespace (API-server mode): whose `kubernetes` Service every pod's service links include; default "default". */
+  masterServiceNamespace?: string;
   log?: (level: 'info' | 'error', message: string) => void;
 }
 
@@ -137,6 +140,8 @@ export class Agent implements ServerHost {
   readonly syncer: PodSyncer;
   readonly workers: PodWorkers;
   readonly api: ApiMode | undefined;
+  /** Services for the pods' service link variables (API-server mode). */
+  private readonly services: ApiServiceEnv | undefined;
   servers: AgentServers | undefined;
   manifests: PushSource | undefined;
   private readonly merge = new PodMerge({
@@ -196,6 +201,11 @@ export class Agent implements ServerHost {
           },
         })
       : undefined;
+    if (this.api) {
+      this.services = new ApiServiceEnv(this.api.client, config.masterServiceNamespace ?? 'default', (err) =>
+        this.log('error', `watching services: ${err instanceof Error ? err.message : String(err)}`),
+      );
+    }
     const pleg = (this.runtime as Runtime & { plegHealth?: () => string | undefined }).plegHealth?.bind(this.runtime);
     this.runtimeState = new RuntimeState({
       status: () => this.runtimeStatus(),
@@ -242,6 +252,7 @@ export class Agent implements ServerHost {
       ...(config.podConfig ? { podConfig: config.podConfig } : {}),
       ...(config.imagePulls ? { imagePulls: config.imagePulls } : {}),
       ...(this.api ? { objects: this.api.objects } : {}),
+      ...(this.services ? { services: this.services } : {}),
       ...(config.allocatable ? { allocatable: config.allocatable } : {}),
       resync: (uid) => this.workers.sync(uid),
       probeTerminationGracePeriod: config.featureGates?.ProbeTerminationGracePeriod === true,
@@ -277,6 +288,7 @@ export class Agent implements ServerHost {
     this.resyncTimer = setInterval(() => this.workers.syncAll(), Math.max(1000, this.config.syncFrequencyMs || 60_000));
     if (this.config.server) await this.startServers(this.config.server);
     this.api?.start(this.servers?.port ?? this.config.server?.port ?? 0);
+    this.services?.start();
     const api = this.api;
     const apiConfig = this.config.api;
     if (this.config.certificates && api && apiConfig) {
@@ -553,6 +565,7 @@ export class Agent implements ServerHost {
     this.urlSource?.stop();
     this.certRotation?.stop();
     this.api?.stop();
+    this.services?.stop();
     clearInterval(this.resyncTimer);
     clearInterval(this.evictionTimer);
     clearInterval(this.housekeepingTimer);

@@ -14,6 +14,8 @@
  * - --experimental-check-node-capabilities-before-mount: accepted; no volume type of ours needs node
  *   components (mount helpers) to be checked.
  * - --really-crash-for-testing: accepted; an uncaught error already ends the Node.js process.
+ * - --master-service-namespace: its effect unchanged (the `kubernetes` Service of that namespace in every
+ *   pod's service links, servicelinks.ts).
  */
 import { KLOG_FLAGS } from './logging.js';
 
@@ -34,6 +36,7 @@ export const DEPRECATED_FLAGS: ReadonlyMap<string, string> = new Map([
   ['experimental-allocatable-ignore-eviction', 'will be removed in 1.24 or later.'],
   ['experimental-check-node-capabilities-before-mount', 'will be removed in a future version.'],
   ['really-crash-for-testing', 'will be removed in a future version.'],
+  ['master-service-namespace', 'This flag will be removed in a future version.'],
 ]);
 
 /** The warnings for the deprecated flags given on the command line, in the table's order. */

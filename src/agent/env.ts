@@ -3,10 +3,12 @@
 // not valid variable names are skipped and reported), then env entries in order, each either a
 // value with $(VAR) references to variables defined before it, or a valueFrom: configMapKeyRef,
 // secretKeyRef, fieldRef (the downward API) or resourceFieldRef. A missing object or key that is
-// not optional is an error whose message kubelet shows with CreateContainerConfigError.
+// not optional is an error whose message kubelet shows with CreateContainerConfigError. Service link
+// variables (servicelinks.ts) come last.
 // Also the downward API's field and resource values (shared with the downwardAPI volumes).
 import { tryParseQuantity } from '../util/quantity.js';
 import { ObjectNotFound, type ObjectKind, type ObjectRef, type ObjectSource } from './objects.js';
+import type { ServiceEnvSource } from './servicelinks.js';
 import type { Container, Pod } from './types.js';
 
 type Json = Record<string, any>;
@@ -20,6 +22,8 @@ export interface EnvContext {
   allocatable: { cpu: number; memory: number; 'ephemeral-storage'?: number };
   /** Reports variables skipped from envFrom (kubelet's InvalidEnvironmentVariableNames event). */
   onInvalidNames?: (message: string) => void;
+  /** Service links (servicelinks.ts): variables after the container's own, never replacing one. */
+  services?: ServiceEnvSource;
 }
 
 const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
@@ -140,6 +144,9 @@ export function resourceValue(ctx: Pick<EnvContext, 'pod' | 'allocatable'>, cont
  */
 export async function containerEnv(ctx: EnvContext, c: Container): Promise<Map<string, string>> {
   const env = new Map<string, string>();
+  const serviceEnv = ctx.services?.envFor(ctx.pod);
+  // $(VAR) sees the container's variables first, then the service links (kubelet's MappingFuncFor).
+  const refs = serviceEnv ? { has: (k: string) => env.has(k) || serviceEnv.has(k), get: (k: string) => env.get(k) ?? serviceEnv.get(k) } : env;
   for (const f of (c.envFrom ?? []) as Json[]) {
     const prefix = typeof f.prefix === 'string' ? f.prefix : '';
     const [kind, ref, label] = f.configMapRef
@@ -166,7 +173,7 @@ export async function containerEnv(ctx: EnvContext, c: Container): Promise<Map<s
     const name = String(e.name);
     const vf = e.valueFrom as Json | undefined;
     if (!vf) {
-      env.set(name, expandVars(String(e.value ?? ''), env));
+      env.set(name, expandVars(String(e.value ?? ''), refs));
       continue;
     }
     if (vf.configMapKeyRef || vf.secretKeyRef) {
@@ -188,6 +195,7 @@ export async function containerEnv(ctx: EnvContext, c: Container): Promise<Map<s
       env.set(name, resourceValue(ctx, c.name, vf.resourceFieldRef as Json));
     }
   }
+  for (const [k, v] of serviceEnv ?? []) if (!env.has(k)) env.set(k, v);
   return env;
 }
 
@@ -195,7 +203,7 @@ export async function containerEnv(ctx: EnvContext, c: Container): Promise<Map<s
  * Kubernetes variable references: $(NAME) becomes the value of an earlier env var NAME, an unknown
  * reference stays as written, $$ is an escaped $.
  */
-export function expandVars(s: string, env: ReadonlyMap<string, string>): string {
+export function expandVars(s: string, env: Pick<ReadonlyMap<string, string>, 'has' | 'get'>): string {
   return s.replace(/\$\$|\$\(([^)]*)\)/g, (m: string, name: string | undefined) => {
     if (m === '$$') return '$';
     return name !== undefined && env.has(name) ? env.get(name)! : m;

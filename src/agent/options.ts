@@ -266,7 +266,7 @@ export const AGENT_FLAGS = [
       'bool',
       'true',
       'Attach/detach controller manages volumes; the agent performs no attach or detach.',
-      { configField: 'enableControllerAttachDetach' },
+      { status: S, configField: 'enableControllerAttachDetach' },
     ),
     flag('enable-debugging-handlers', 'bool', 'true', 'Serve log collection and local command execution endpoints.', {
       status: S,
@@ -502,6 +502,7 @@ export const AGENT_FLAGS = [
       'string',
       'default',
       'Namespace from which control-plane services are injected into pods (deprecated).',
+      { status: S },
     ),
     flag('maximum-dead-containers', 'int32', '-1', 'Old container instances kept globally; negative disables (deprecated).', { status: S }),
     flag('maximum-dead-containers-per-container', 'int32', '1', 'Old instances kept per container (deprecated).', { status: S }),

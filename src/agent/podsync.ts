@@ -20,6 +20,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { containerEnv, expandVars, podObjectRefs, type EnvContext } from './env.js';
 import { NO_OBJECTS, type ObjectSource } from './objects.js';
+import type { ServiceEnvSource } from './servicelinks.js';
 import { ProbeManager } from './prober.js';
 import { containerMounts, processMountView, setUpVolumes, tearDownVolumes, unmountOrphans, type TmpfsState } from './volumes.js';
 import { Backoff, backoffMessage, KUBELET_BACKOFF, type BackoffOptions } from './backoff.js';
@@ -70,6 +71,8 @@ export interface PodSyncerOptions {
   imagePulls?: { serialize?: boolean; qps?: number; burst?: number };
   /** ConfigMaps, Secrets and tokens (API-server mode); none in standalone mode. */
   objects?: ObjectSource;
+  /** Service link variables (API-server mode); none in standalone mode. */
+  services?: ServiceEnvSource;
   /** The node's allocatable cpu (cores) and memory (bytes), for resourceFieldRef without limits. */
   allocatable?: { cpu: number; memory: number };
   /** Asks for another pass of a pod (probe results changed). */
@@ -305,6 +308,7 @@ export class PodSyncer implements PodLifecycle {
       onInvalidNames: (m) => this.podEvent(pod, 'Warning', 'InvalidEnvironmentVariableNames', m),
     };
     if (this.o.hostIP !== undefined) ctx.hostIP = this.o.hostIP;
+    if (this.o.services) ctx.services = this.o.services;
     const podIP = st.podIP ?? this.o.hostIP;
     if (podIP !== undefined) ctx.podIP = podIP;
     return ctx;

@@ -151,6 +151,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     keepTerminatedPodVolumes: options.keepTerminatedPodVolumes,
     mounterPath: options.experimentalMounterPath,
     volumeStatsAggPeriodMs: options.volumeStatsAggPeriod,
+    masterServiceNamespace: options.masterServiceNamespace,
   };
   if (options.runonce) config.stopPodsOnExit = !runtime.detach;
   if (runtime.runsImages) {

@@ -120,6 +120,8 @@ const SUPPORTED = [
   'experimental-check-node-capabilities-before-mount', 'really-crash-for-testing',
   // kernel settings (src/agent/sysctl.ts)
   'allowed-unsafe-sysctls', 'oom-score-adj', 'protect-kernel-defaults', 'seccomp-default', 'cgroup-driver',
+  // service links and attach/detach (issue 10)
+  'master-service-namespace', 'enable-controller-attach-detach',
 ];
 
 /** Options beyond document 3: upstream KubeletConfiguration fields exposed as flags. */

@@ -33,6 +33,8 @@ export interface StartAgentOptions {
   burst?: number;
   /** Crash-loop back-off (default 300 ms doubling to 1.2 s, for fast tests). */
   backoff?: { initialMs: number; maxMs: number };
+  /** --enable-controller-attach-detach (default true). */
+  controllerManagedAttachDetach?: boolean;
   extra?: Partial<AgentConfig>;
 }
 
@@ -83,7 +85,7 @@ export async function startAgent(cluster: TestCluster, o: StartAgentOptions = {}
         evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%' },
         containerRuntimeVersion: `${rt.runtimeName}://${rt.runtimeVersion}`,
         kubeletVersion: versionInfo().gitVersion,
-        controllerManagedAttachDetach: true,
+        controllerManagedAttachDetach: o.controllerManagedAttachDetach ?? true,
       },
       host: await readHostFacts(rootDir, nodeName),
       registerNode: true,

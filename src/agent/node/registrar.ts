@@ -2,7 +2,8 @@
 // the node lease controller), on the heartbeat client (no client-side rate limit, as kubelet's).
 //
 //   register   POST the Node (labels, spec, full status); when it exists already, GET it and patch the
-//              standard labels back if they differ. Retried with a back-off of 100 ms doubling to 7 s.
+//              standard labels back if they differ, and the controller-managed-attach-detach annotation
+//              to what --enable-controller-attach-detach says. Retried with a back-off of 100 ms doubling to 7 s.
 //   status     every --node-status-update-frequency: GET the Node, compute the status, and PUT
 //              nodes/<name>/status when it changed or the report frequency (5 min) passed since the
 //              last post (kubelet's nodeStatusReportFrequency with the lease on). A Node that is gone
@@ -39,6 +40,9 @@ export interface NodeManagerOptions {
   log: (level: 'info' | 'error', message: string) => void;
   now?: () => Date;
 }
+
+/** --enable-controller-attach-detach: set on the Node when on, removed from an existing Node when off. */
+const CMAD_ANNOTATION = 'volumes.kubernetes.io/controller-managed-attach-detach';
 
 const STANDARD_LABELS = ['kubernetes.io/hostname', 'kubernetes.io/os', 'kubernetes.io/arch', 'beta.kubernetes.io/os', 'beta.kubernetes.io/arch'];
 
@@ -171,7 +175,14 @@ export class NodeManager {
     const have = ((existing.metadata as Json).labels ?? {}) as Record<string, string>;
     const fix: Record<string, string> = {};
     for (const k of STANDARD_LABELS) if (want[k] !== undefined && have[k] !== want[k]) fix[k] = want[k];
-    this.node = Object.keys(fix).length > 0 ? await this.o.client.patch(`/api/v1/nodes/${this.nodeName}`, { metadata: { labels: fix } }) : existing;
+    const patch: Json = {};
+    if (Object.keys(fix).length > 0) patch.labels = fix;
+    // kubelet's reconcileCMADAnnotationWithExistingNode: set the annotation, or remove it when off.
+    const cmad = ((node.metadata as Json).annotations as Record<string, string> | undefined)?.[CMAD_ANNOTATION];
+    if (cmad !== (((existing.metadata as Json).annotations ?? {}) as Record<string, string>)[CMAD_ANNOTATION]) {
+      patch.annotations = { [CMAD_ANNOTATION]: cmad ?? null };
+    }
+    this.node = Object.keys(patch).length > 0 ? await this.o.client.patch(`/api/v1/nodes/${this.nodeName}`, { metadata: patch }) : existing;
     await this.syncStatus(true);
   }
 
