@@ -159,6 +159,28 @@ describe('agent API client: protobuf', () => {
     assert.deepEqual(decodeObject(answer.body)['data'], { a: 'b' });
   });
 
+  it('straight to the server: one HTTP/2 session carries protobuf requests, answers and a watch', async () => {
+    const api = new ApiClient({ server: c.url, ca: c.cp.server.caCert, token: c.token, contentType: 'application/vnd.kubernetes.protobuf' }, { qps: 0, burst: 0 });
+    clients.push(api);
+    await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'h2' } });
+    const events: WatchEvent[] = [];
+    const w = await api.watch('/api/v1/namespaces/h2/configmaps', {}, (e) => events.push(e));
+    try {
+      await Promise.all(Array.from({ length: 20 }, (_, i) => api.create('/api/v1/namespaces/h2/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c${i}` }, data: { i: String(i) } })));
+      const got = await api.get<Json>('/api/v1/namespaces/h2/configmaps/c7');
+      assert.deepEqual(got.data, { i: '7' });
+      await api.patch('/api/v1/namespaces/h2/configmaps/c7', { data: { i: 'seven' } }, 'merge');
+      const modified = () => events.find((e) => e.type === 'MODIFIED' && (e.object.metadata as Json).name === 'c7');
+      await eventually(() => `c7 MODIFIED (got ${events.length} events)`, modified);
+      assert.deepEqual(modified()!.object.data, { i: 'seven' });
+      assert.equal(events.filter((e) => e.type === 'ADDED' && /^c\d+$/.test(String((e.object.metadata as Json).name))).length, 20);
+      assert.equal(api.protocol, 'h2');
+      assert.equal(api.sessionsOpened, 1);
+    } finally {
+      w.stop();
+    }
+  });
+
   it('with application/json nothing is protobuf', async () => {
     const api = client('application/json');
     await api.create('/api/v1/namespaces/pbw/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'j' } });

@@ -1,5 +1,6 @@
-// A small Kubernetes API client for orchlet: JSON over HTTPS (HTTP/1.1 with keep-alive), bearer
-// token or client certificate, the verbs the agent needs, and watch streams. Every request of a
+// A small Kubernetes API client for orchlet: over HTTPS one multiplexed HTTP/2 session per server, or
+// HTTP/1.1 with keep-alive where the server does not offer h2 (transport.ts); bearer token or client
+// certificate, the verbs the agent needs, and watch streams. Every request of a
 // client takes a token from its rate limiter first (--orch-api-qps/--orch-api-burst for the main
 // client, --event-qps/--event-burst for events, none for heartbeats: see withLimiter).
 //
@@ -7,11 +8,11 @@
 // spelling application/vnd.orch.protobuf is sent as Kubernetes' application/vnd.kubernetes.protobuf), objects
 // are sent as Kubernetes protobuf when their kind has a message and answers are accepted as protobuf or JSON,
 // as client-go does; patches are JSON. Answers and watch streams are decoded by their Content-Type.
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ClientRequest } from 'node:http';
 import { URL } from 'node:url';
+import type { Readable } from 'node:stream';
 import type { ClientConfig } from './kubeconfig.js';
 import { TokenBucket } from './ratelimit.js';
+import { Transport, type Protocol, type TransportResponse } from './transport.js';
 import { PROTOBUF_MEDIA_TYPES, WatchFrameReader, canEncodeObject, decodeObject, encodeObject } from '../../util/protobuf.js';
 
 const PROTOBUF = 'application/vnd.kubernetes.protobuf';
@@ -67,7 +68,7 @@ export interface ApiClientOptions {
 
 export class ApiClient {
   private readonly url: URL;
-  private readonly agent: HttpsAgent | HttpAgent;
+  private readonly transport: Transport;
   private readonly headers: Record<string, string>;
   /** Objects go out as protobuf (ClientConfig.contentType). */
   private readonly protobuf: boolean;
@@ -76,22 +77,10 @@ export class ApiClient {
     readonly config: ClientConfig,
     private readonly options: ApiClientOptions = {},
     readonly limiter: TokenBucket = new TokenBucket(options.qps ?? 5, options.burst ?? 10),
-    agent?: HttpsAgent | HttpAgent,
+    transport?: Transport,
   ) {
     this.url = new URL(config.server);
-    const tls = this.url.protocol === 'https:';
-    this.agent =
-      agent ??
-      (tls
-        ? new HttpsAgent({
-            keepAlive: true,
-            maxSockets: 64,
-            ...(config.ca !== undefined ? { ca: config.ca } : {}),
-            ...(config.cert !== undefined ? { cert: config.cert, key: config.key } : {}),
-            ...(config.tlsServerName !== undefined ? { servername: config.tlsServerName } : {}),
-            rejectUnauthorized: config.insecureSkipTLSVerify !== true,
-          })
-        : new HttpAgent({ keepAlive: true, maxSockets: 64 }));
+    this.transport = transport ?? new Transport(config);
     this.protobuf = PROTOBUF_MEDIA_TYPES.includes(config.contentType ?? 'application/json');
     this.headers = {
       'user-agent': options.userAgent ?? 'orchlet',
@@ -102,7 +91,17 @@ export class ApiClient {
 
   /** The same server and connections with another rate limiter (qps <= 0: unlimited). */
   withLimiter(qps: number, burst: number): ApiClient {
-    return new ApiClient(this.config, this.options, new TokenBucket(qps, burst), this.agent);
+    return new ApiClient(this.config, this.options, new TokenBucket(qps, burst), this.transport);
+  }
+
+  /** The protocol the connections speak ('h2' or 'http/1.1'), once the first request told. */
+  get protocol(): Protocol | undefined {
+    return this.transport.negotiated;
+  }
+
+  /** HTTP/2 sessions opened so far (one per server unless GOAWAY, errors or a rotation ended one). */
+  get sessionsOpened(): number {
+    return this.transport.sessionsOpened;
   }
 
   async get<T = Json>(path: string, query?: RequestOptions['query']): Promise<T> {
@@ -127,8 +126,8 @@ export class ApiClient {
   async request<T = Json>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     if (opts.tokenTaken !== true) await this.limiter.take();
     const res = await this.send(method, path, opts);
-    const body = await readAll(res);
-    const code = res.statusCode ?? 0;
+    const body = await readAll(res.body);
+    const code = res.status;
     if (code < 200 || code >= 300) throw toApiError(code, decodeBody(res, body));
     return decodeBody(res, body) as T;
   }
@@ -139,19 +138,20 @@ export class ApiClient {
    */
   async watch(path: string, query: RequestOptions['query'], onEvent: (e: WatchEvent) => void): Promise<WatchHandle> {
     await this.limiter.take();
-    let req: ClientRequest | undefined;
-    const res = await this.send('GET', path, { query: { ...query, watch: true }, timeoutMs: 0 }, (r) => (req = r));
-    const code = res.statusCode ?? 0;
-    if (code < 200 || code >= 300) throw toApiError(code, decodeBody(res, await readAll(res)));
+    let abort: (() => void) | undefined;
+    const res = await this.send('GET', path, { query: { ...query, watch: true }, timeoutMs: 0 }, (a) => (abort = a));
+    const code = res.status;
+    if (code < 200 || code >= 300) throw toApiError(code, decodeBody(res, await readAll(res.body)));
     let stopped = false;
+    const body = res.body;
     const done = new Promise<void>((resolve) => {
-      res.on('end', () => resolve());
-      res.on('close', () => resolve());
-      res.on('error', () => resolve());
+      body.on('end', () => resolve());
+      body.on('close', () => resolve());
+      body.on('error', () => resolve());
       if (mediaType(res) === PROTOBUF) {
         // Length-prefixed WatchEvent frames.
         const frames = new WatchFrameReader();
-        res.on('data', (chunk: Buffer) => {
+        body.on('data', (chunk: Buffer) => {
           let events;
           try {
             events = frames.push(chunk);
@@ -164,8 +164,8 @@ export class ApiClient {
         return;
       }
       let buf = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
+      body.setEncoding('utf8');
+      body.on('data', (chunk: string) => {
         buf += chunk;
         let nl: number;
         while ((nl = buf.indexOf('\n')) >= 0) {
@@ -184,31 +184,31 @@ export class ApiClient {
       done,
       stop: () => {
         stopped = true;
-        req?.destroy();
+        abort?.();
         res.destroy();
       },
     };
   }
 
   /**
-   * A new client certificate (certificate rotation): new connections present it, and the open ones (watches
-   * included) are closed so that they reconnect with it, as kubelet closes its connections on rotation.
-   * Every client sharing these connections (withLimiter) changes with it.
+   * A new client certificate (certificate rotation): the open connections (the HTTP/2 session, watches
+   * included) are closed so that the next requests and the resumed watches connect anew presenting it,
+   * as kubelet closes its connections on rotation. Every client sharing the transport (withLimiter)
+   * changes with it.
    */
   setClientCertificate(cert: string, key: string): void {
-    if (!(this.agent instanceof HttpsAgent)) return;
-    Object.assign(this.agent.options, { cert, key });
+    if (this.url.protocol !== 'https:') return;
     this.config.cert = cert;
     this.config.key = key;
-    this.agent.destroy();
+    this.transport.reset();
   }
 
-  /** Closes idle connections. */
+  /** Closes the connections. */
   close(): void {
-    this.agent.destroy();
+    this.transport.close();
   }
 
-  private send(method: string, path: string, opts: RequestOptions, onRequest?: (r: ClientRequest) => void): Promise<IncomingMessage> {
+  private send(method: string, path: string, opts: RequestOptions, onStart?: (abort: () => void) => void): Promise<TransportResponse> {
     const url = new URL(this.url.pathname.replace(/\/$/, '') + path, this.url);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { ...this.headers };
@@ -224,41 +224,35 @@ export class ApiClient {
       }
       headers['content-length'] = String(body.length);
     }
-    const doRequest = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    return new Promise((resolve, reject) => {
-      const req = doRequest(url, { method, headers, agent: this.agent }, resolve);
-      onRequest?.(req);
-      req.on('error', reject);
-      const timeout = opts.timeoutMs ?? 60_000;
-      if (timeout > 0) req.setTimeout(timeout, () => req.destroy(new Error(`${method} ${path}: timed out after ${timeout} ms`)));
-      req.end(body);
-    });
+    return this.transport.send({ method, path: url.pathname + url.search, headers, ...(body !== undefined ? { body } : {}), timeoutMs: opts.timeoutMs ?? 60_000 }, onStart);
   }
 }
 
-function readAll(res: IncomingMessage): Promise<Buffer> {
+function readAll(body: Readable): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks)));
-    res.on('error', reject);
+    body.on('data', (c: Buffer) => chunks.push(c));
+    body.on('end', () => resolve(Buffer.concat(chunks)));
+    body.on('error', reject);
+    body.on('close', () => (body.readableEnded ? undefined : reject(new Error('the answer broke off'))));
   });
 }
 
 /** The media type of an answer, without parameters. */
-function mediaType(res: IncomingMessage): string {
-  return (res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+function mediaType(res: TransportResponse): string {
+  const ct = res.headers['content-type'];
+  return (typeof ct === 'string' ? ct : '').split(';')[0]!.trim().toLowerCase();
 }
 
 /** An answer's body decoded by its Content-Type: a protobuf object, JSON, or (not JSON) its text. */
-function decodeBody(res: IncomingMessage, body: Buffer): unknown {
+function decodeBody(res: TransportResponse, body: Buffer): unknown {
   if (body.length === 0) return {};
   if (mediaType(res) === PROTOBUF) return decodeObject(body);
   const text = body.toString('utf8');
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    const code = res.statusCode ?? 0;
+    const code = res.status;
     if (code >= 200 && code < 300) throw err;
     return text;
   }
