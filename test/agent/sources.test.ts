@@ -13,7 +13,10 @@ import {
   staticPodFromManifest,
   staticPodHash,
 } from '../../src/agent/sources/manifest.js';
-import { PodMerge, type PodSnapshot } from '../../src/agent/sources/merge.js';
+import { PodMerge, type PodSet, type PodSnapshot } from '../../src/agent/sources/merge.js';
+import { ApiSource } from '../../src/agent/sources/api.js';
+import { ApiClient, type Json } from '../../src/agent/client/client.js';
+import { createServer, type ServerResponse } from 'node:http';
 import type { Pod } from '../../src/agent/types.js';
 import { waitFor } from './runtime-contract.js';
 
@@ -121,6 +124,91 @@ void describe('merge', () => {
   });
 });
 
+void describe('merge of deltas', () => {
+  const now = () => new Date('2024-05-01T10:00:00.5Z');
+  const apiPod = (name: string, uid: string, extra: Partial<Pod['metadata']> = {}): Pod =>
+    ({ metadata: { name, namespace: 'ns', uid, ...extra }, spec: { containers: [{ name: 'c', image: 'i' }] } }) as unknown as Pod;
+  const delta = (set: Pod[], removed: Pod[] = []): PodSnapshot => ({ op: 'DELTA', source: 'api', set, removed });
+  const ops = (out: ReturnType<PodMerge['apply']>) => out.map((u) => [u.op, u.pods.map((p) => `${p.metadata.name}/${p.metadata.uid}`)]);
+
+  void it('adds, updates and removes only the pods a delta names, on top of a SET', () => {
+    const dups: string[] = [];
+    const m = new PodMerge({ now, onDuplicate: (p) => dups.push(p.metadata.uid) });
+    const a = apiPod('a', '1');
+    const b = apiPod('b', '2');
+    assert.deepEqual(ops(m.apply({ op: 'SET', source: 'api', pods: [a, b] })), [['ADD', ['a/1', 'b/2']]]);
+    const c = apiPod('c', '3');
+    assert.deepEqual(ops(m.apply(delta([c]))), [['ADD', ['c/3']]], 'a and b are not in the delta and stay as they are');
+    assert.equal(m.apply(delta([c])).length, 0, 'the same object again changes nothing');
+    assert.equal(m.apply(delta([structuredClone(c)])).length, 0, 'an equal copy changes nothing');
+    const c2 = apiPod('c', '3', { labels: { x: 'y' } });
+    const out = m.apply(delta([c2]));
+    assert.deepEqual(ops(out), [['UPDATE', ['c/3']]]);
+    assert.equal(out[0]!.pods[0]!.metadata.annotations?.[CONFIG_SEEN_ANNOTATION], '2024-05-01T10:00:00.5Z', 'config.seen is kept');
+    // the name of b held by another uid: a duplicate; once b is removed, the new uid takes the name
+    assert.equal(m.apply(delta([apiPod('b', '4')])).length, 0);
+    assert.deepEqual(dups, ['4']);
+    assert.deepEqual(ops(m.apply(delta([apiPod('b', '4')], [b]))), [['DELETE', ['b/2']], ['ADD', ['b/4']]]);
+    assert.deepEqual(ops(m.apply(delta([], [apiPod('gone', '99')]))), [], 'removing an unknown uid changes nothing');
+    assert.deepEqual(m.pods().map((p) => `${p.metadata.name}/${p.metadata.uid}`).sort(), ['a/1', 'b/4', 'c/3']);
+    // a SET after deltas (a relist) compares against what the deltas left
+    assert.deepEqual(ops(m.apply({ op: 'SET', source: 'api', pods: [a] })), [['DELETE', ['c/3', 'b/4']]]);
+  });
+});
+
+void describe('API pod source', () => {
+  void it('emits a SET after the list and only the changes of each watch batch; mirrors apart', async () => {
+    let watch: ServerResponse | undefined;
+    const pod = (name: string, uid: string, rv: string, mirror = false): Json => ({
+      metadata: { name, namespace: 'ns', uid, resourceVersion: rv, ...(mirror ? { annotations: { 'kubernetes.io/config.mirror': 'h' } } : {}) },
+      spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'i' }] },
+    });
+    const server = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (!(req.url ?? '').includes('watch=true')) {
+        res.end(JSON.stringify({ kind: 'PodList', metadata: { resourceVersion: '10' }, items: [pod('a', '1', '5'), pod('b', '2', '6'), pod('m', '3', '7', true)] }));
+        return;
+      }
+      res.flushHeaders();
+      watch = res;
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = new ApiClient({ server: `http://127.0.0.1:${(server.address() as { port: number }).port}` }, { qps: 0 });
+    const seen: string[] = [];
+    const mirrors: string[][] = [];
+    const src = new ApiSource(client, {
+      nodeName: 'n1',
+      onSnapshot: (s) =>
+        seen.push(s.op === 'SET' ? `SET ${s.pods.map((p) => p.metadata.name).join(',')}` : `DELTA -${s.removed.map((p) => p.metadata.name).join(',')} +${s.set.map((p) => `${p.metadata.name}${p.metadata.deletionTimestamp ? '(deleted)' : ''}`).join(',')}`),
+      onMirrors: (m) => mirrors.push([...m.keys()]),
+    });
+    try {
+      await src.start();
+      assert.deepEqual(seen, ['SET a,b']);
+      assert.deepEqual(mirrors, [['ns/m']]);
+      await waitFor('the watch', () => watch);
+      const send = (type: string, obj: Json) => watch!.write(JSON.stringify({ type, object: obj }) + '\n');
+      send('ADDED', pod('c', '4', '11'));
+      await waitFor('c', () => (seen.length === 2 ? true : undefined));
+      assert.deepEqual(seen[1], 'DELTA - +c');
+      send('MODIFIED', pod('c', '4', '12'));
+      send('DELETED', pod('a', '1', '13'));
+      await waitFor('a deleted', () => (seen.length === 4 ? true : undefined));
+      assert.deepEqual(seen.slice(2), ['DELTA - +a(deleted)', 'DELTA -a +c']);
+      assert.equal(mirrors.length, 1, 'no mirror changed: onMirrors not called again');
+      send('DELETED', pod('m', '3', '14', true));
+      await waitFor('mirror gone', () => (mirrors.length === 2 ? true : undefined));
+      assert.deepEqual(mirrors[1], []);
+      assert.equal(src.get('ns', 'c')?.metadata && (src.get('ns', 'c')!.metadata as Json).resourceVersion, '12');
+    } finally {
+      src.stop();
+      client.close();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
+
 void describe('file source', () => {
   void it('reads a directory: regular files in name order, dot files ignored, invalid files skipped', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'orchlet-src-'));
@@ -142,7 +230,7 @@ void describe('file source', () => {
 
   void it('emits a snapshot at start and again when files change (watch)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'orchlet-src-'));
-    const snaps: PodSnapshot[] = [];
+    const snaps: PodSet[] = [];
     const src = new FileSource({ path: dir, nodeName: 'n', periodMs: 0, onSnapshot: (s) => snaps.push(s), watchDebounceMs: 20 });
     try {
       await writeFile(join(dir, 'a.yaml'), JSON.stringify(manifest('a')));
@@ -162,7 +250,7 @@ void describe('file source', () => {
 
   void it('re-reads every period without watch events', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'orchlet-src-'));
-    const snaps: PodSnapshot[] = [];
+    const snaps: PodSet[] = [];
     const src = new FileSource({ path: join(dir, 'one.yaml'), nodeName: 'n', periodMs: 50, onSnapshot: (s) => snaps.push(s) });
     try {
       await src.start();

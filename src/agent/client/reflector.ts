@@ -4,7 +4,8 @@
 // as an ERROR event) re-lists. Transport errors retry after a back-off of 1 s doubling to 30 s.
 //
 // After every list and every batch of watch events (events arriving in one turn of the event loop
-// are one batch), onChange gets the whole store: a source turns that into a SET snapshot.
+// are one batch), onChange gets the whole store, and after a batch also what the batch changed, so a
+// source can pass on a delta (a SET snapshot after a list, a DELTA after a batch).
 import { isGone, type ApiClient, type Json, type WatchEvent, type WatchHandle } from './client.js';
 
 export interface ReflectorOptions<T extends Json> {
@@ -14,8 +15,12 @@ export interface ReflectorOptions<T extends Json> {
   labelSelector?: string;
   /** Store key of an object (default namespace/name). */
   key?: (obj: T) => string;
-  /** The store after a list or a batch of events; `deleted` holds objects whose DELETED events were in the batch. */
-  onChange: (items: ReadonlyMap<string, T>, deleted: T[]) => void;
+  /**
+   * The store after a list or a batch of events (the live store: read it, do not keep it); `deleted` holds
+   * the objects a list no longer has or whose DELETED events were in the batch; `changed`, after a batch
+   * only (undefined after a list), the objects the batch added or modified, each once, as the store has them.
+   */
+  onChange: (items: ReadonlyMap<string, T>, deleted: T[], changed?: T[]) => void;
   onError?: (err: unknown) => void;
   /** Maximum back-off between failed attempts (ms). */
   maxBackoffMs?: number;
@@ -134,19 +139,23 @@ export class Reflector<T extends Json> {
     if (this.pending.length === 0 || this.stopped) return;
     const key = this.o.key ?? defaultKey;
     const deleted: T[] = [];
-    let changed = false;
+    const changed = new Map<string, T>();
     for (const e of this.pending.splice(0)) {
       const rv = metaOf(e.object).resourceVersion;
       if (typeof rv === 'string' && rv !== '') this.rv = rv;
       if (e.type === 'BOOKMARK') continue;
       const obj = e.object as T;
-      changed = true;
+      const k = key(obj);
       if (e.type === 'DELETED') {
-        this.store.delete(key(obj));
+        this.store.delete(k);
+        changed.delete(k);
         deleted.push(obj);
-      } else this.store.set(key(obj), obj);
+      } else {
+        this.store.set(k, obj);
+        changed.set(k, obj);
+      }
     }
-    if (changed) this.o.onChange(this.store, deleted);
+    if (changed.size > 0 || deleted.length > 0) this.o.onChange(this.store, deleted, [...changed.values()]);
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,9 +1,11 @@
 // The API server pod source (kubelet's pkg/kubelet/config/apiserver.go): a list+watch of the pods
-// bound to this node (fieldSelector spec.nodeName=<node>). Every change emits the complete set as a
-// SET snapshot of source 'api'. Mirror pods (kubernetes.io/config.mirror) are not pods to run: they
-// go to onMirrors instead. A pod that left the watch with a DELETED event is first emitted once more
-// as deleted (its deletionTimestamp set), so the agent terminates it even when the server removed it
-// at once (a force delete), then dropped.
+// bound to this node (fieldSelector spec.nodeName=<node>). A list emits the complete set as a SET
+// snapshot of source 'api'; a batch of watch events emits only what it changed, as a DELTA, so the
+// cost of an event does not grow with the pods on the node. Mirror pods (kubernetes.io/config.mirror)
+// are not pods to run: they go to onMirrors instead (after a batch only when one of them changed). A
+// pod that left the watch with a DELETED event is first emitted once more as deleted (its
+// deletionTimestamp set), so the agent terminates it even when the server removed it at once (a force
+// delete), then removed.
 import type { ApiClient, Json } from '../client/client.js';
 import { Reflector } from '../client/reflector.js';
 import type { Pod } from '../types.js';
@@ -25,7 +27,9 @@ export const isMirrorPod = (p: Json): boolean => {
 
 export class ApiSource {
   private readonly reflector: Reflector<Json>;
+  /** The reflector's live store: the pods as the server last showed them, by namespace/name. */
   private latest: ReadonlyMap<string, Json> = new Map();
+  private readonly mirrors = new Map<string, Json>();
 
   constructor(
     client: ApiClient,
@@ -34,7 +38,7 @@ export class ApiSource {
     this.reflector = new Reflector<Json>(client, {
       path: '/api/v1/pods',
       fieldSelector: `spec.nodeName=${o.nodeName}`,
-      onChange: (items, deleted) => this.changed(items, deleted),
+      onChange: (items, deleted, changed) => this.changed(items, deleted, changed),
       ...(o.onError ? { onError: o.onError } : {}),
     });
   }
@@ -53,22 +57,46 @@ export class ApiSource {
     return this.latest.get(`${namespace}/${name}`);
   }
 
-  private changed(items: ReadonlyMap<string, Json>, deleted: Json[]): void {
-    this.latest = new Map(items);
+  private changed(items: ReadonlyMap<string, Json>, deleted: Json[], changed: Json[] | undefined): void {
+    this.latest = items;
+    const keyOf = (o: Json): string => {
+      const m = o.metadata as Json;
+      return `${String(m.namespace)}/${String(m.name)}`;
+    };
+    let mirrorsChanged = false;
     const pods: Pod[] = [];
-    const mirrors = new Map<string, Json>();
-    for (const [key, obj] of items) {
-      if (isMirrorPod(obj)) mirrors.set(key, obj);
-      else pods.push(obj as unknown as Pod);
+    if (changed === undefined) {
+      // after a list: everything
+      this.mirrors.clear();
+      for (const [key, obj] of items) {
+        if (isMirrorPod(obj)) this.mirrors.set(key, obj);
+        else pods.push(obj as unknown as Pod);
+      }
+      mirrorsChanged = true;
+    } else {
+      for (const obj of changed) {
+        if (isMirrorPod(obj)) {
+          this.mirrors.set(keyOf(obj), obj);
+          mirrorsChanged = true;
+        } else pods.push(obj as unknown as Pod);
+      }
     }
-    const gone = deleted.filter((d) => !isMirrorPod(d)).map((d) => {
+    const gone: Pod[] = [];
+    for (const d of deleted) {
+      if (isMirrorPod(d)) {
+        const k = keyOf(d);
+        if ((this.mirrors.get(k)?.metadata as Json | undefined)?.uid === (d.metadata as Json).uid) this.mirrors.delete(k);
+        mirrorsChanged = true;
+        continue;
+      }
       const p = structuredClone(d) as unknown as Pod;
       p.metadata.deletionTimestamp ??= new Date().toISOString().slice(0, 19) + 'Z';
       p.metadata.deletionGracePeriodSeconds ??= 0;
-      return p;
-    });
-    if (gone.length > 0) this.o.onSnapshot({ op: 'SET', source: 'api', pods: [...pods, ...gone] });
-    this.o.onSnapshot({ op: 'SET', source: 'api', pods });
-    this.o.onMirrors(mirrors);
+      gone.push(p);
+    }
+    if (gone.length > 0) this.o.onSnapshot({ op: 'DELTA', source: 'api', removed: [], set: gone });
+    if (changed === undefined) this.o.onSnapshot({ op: 'SET', source: 'api', pods });
+    else this.o.onSnapshot({ op: 'DELTA', source: 'api', removed: gone, set: pods });
+    if (mirrorsChanged) this.o.onMirrors(new Map(this.mirrors));
   }
 }

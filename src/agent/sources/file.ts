@@ -11,14 +11,14 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Pod } from '../types.js';
 import { checkPodManifest, decodeManifest, ManifestError, staticPodFromManifest } from './manifest.js';
-import type { PodSnapshot } from './merge.js';
+import type { PodSet } from './merge.js';
 
 export interface FileSourceOptions {
   path: string;
   nodeName: string;
   /** Period of full re-reads in ms; 0 disables the timer (watch events still trigger reads). */
   periodMs: number;
-  onSnapshot: (snapshot: PodSnapshot) => void;
+  onSnapshot: (snapshot: PodSet) => void;
   /** A manifest that was skipped, or a read failure of the path itself. */
   onError?: (path: string, err: Error) => void;
   /** Delay between a watch event and the re-read it triggers, in ms (default 100). */

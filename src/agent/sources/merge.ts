@@ -1,29 +1,44 @@
 // The one merge of pod sources (kubelet's pkg/kubelet/config PodConfig/podStorage).
 //
-// Every source (file now; URL, HTTP and API server later) pushes whole snapshots of the pods it
-// currently holds: {op: 'SET', source, pods}. The merge keeps the last snapshot per source and
-// turns each new one into the changes since: ADD for a UID it had not seen, UPDATE for a UID whose
-// pod changed (spec, labels, annotations other than config.seen, deletionTimestamp), DELETE for a
-// UID that left the snapshot. A source therefore never computes differences itself.
+// A source pushes either whole snapshots of the pods it currently holds ({op: 'SET', source, pods}:
+// the file, URL and manifest-endpoint sources, and the API source after each list) or, between lists,
+// only what changed ({op: 'DELTA', source, removed, set}: the API source per batch of watch events).
+// The merge keeps the pods per source and turns either into the changes since: ADD for a UID it had
+// not seen, UPDATE for a UID whose pod changed (spec, labels, annotations other than config.seen,
+// deletionTimestamp), DELETE for a UID that left the snapshot or was removed. A source therefore never
+// computes differences itself, and a DELTA costs the merge the size of the delta, not of the node's
+// pods (one watch event on a node with 100 pods is one pod's work, not a hundred's).
 //
-// A source hands over a pod object and never changes it afterwards: the same object in a later
-// snapshot is taken as unchanged without being copied or compared (the API source's store keeps
-// unchanged pods as the same objects, so a 100-pod watch does not cost 100 copies per event).
+// A source hands over a pod object and never changes it afterwards: the same object again is taken as
+// unchanged without being copied or compared (the API source's store keeps unchanged pods as the same
+// objects, so a relist of 100 unchanged pods costs no copies).
 //
-// Pods whose full name (namespace/name) repeats within a source are dropped after the first, as
-// kubelet does ("duplicate pod name"). The first time a UID is seen it is stamped with
-// kubernetes.io/config.seen; later snapshots keep that stamp.
+// Pods whose full name (namespace/name) repeats within a source are dropped, as kubelet does
+// ("duplicate pod name"): in a SET, those after the first; in a DELTA, one whose name another UID of
+// the source holds. The first time a UID is seen it is stamped with kubernetes.io/config.seen; later
+// versions keep that stamp.
 import type { Pod } from '../types.js';
 import { podFullName } from '../types.js';
 import { rfc3339Nano } from '../time.js';
 import { canonicalJSON, CONFIG_SEEN_ANNOTATION, type SourceName } from './manifest.js';
 
-/** What a source emits: the complete set of pods it holds now. */
-export interface PodSnapshot {
+/** The complete set of pods a source holds now. */
+export interface PodSet {
   op: 'SET';
   source: SourceName;
   pods: Pod[];
 }
+
+/** What changed in a source: `removed` pods (by UID) leave it first, then each of `set` is added or replaces the pod of its UID. */
+export interface PodDelta {
+  op: 'DELTA';
+  source: SourceName;
+  removed: Pod[];
+  set: Pod[];
+}
+
+/** What a source emits. */
+export type PodSnapshot = PodSet | PodDelta;
 
 export type PodOp = 'ADD' | 'UPDATE' | 'DELETE';
 
@@ -41,10 +56,17 @@ export interface MergeOptions {
   onDuplicate?: (pod: Pod, source: SourceName) => void;
 }
 
+/** One source's pods: by UID as merged (stamped copies), the object each UID arrived as last, and UID by full name. */
+interface SourceState {
+  pods: Map<string, Pod>;
+  incoming: Map<string, Pod>;
+  names: Map<string, string>;
+}
+
+const emptyState = (): SourceState => ({ pods: new Map(), incoming: new Map(), names: new Map() });
+
 export class PodMerge {
-  private readonly bySource = new Map<SourceName, Map<string, Pod>>();
-  /** Per source, the object each UID arrived as last time: the same object again is unchanged (no copy, no compare). */
-  private readonly lastIncoming = new Map<SourceName, Map<string, Pod>>();
+  private readonly sources = new Map<SourceName, SourceState>();
   private readonly now: () => Date;
 
   constructor(private readonly options: MergeOptions = {}) {
@@ -52,57 +74,105 @@ export class PodMerge {
   }
 
   /**
-   * Applies one snapshot and returns the resulting updates, in the order DELETE, ADD, UPDATE
+   * Applies one snapshot or delta and returns the resulting updates, in the order DELETE, ADD, UPDATE
    * (deleting first lets a renamed pod's old instance stop before its replacement starts).
-   * Does not mutate the snapshot's pods; returned pods are copies owned by the caller.
+   * Does not mutate the given pods; returned pods are copies owned by the caller.
    */
-  apply(snapshot: PodSnapshot): PodUpdate[] {
-    const previous = this.bySource.get(snapshot.source) ?? new Map<string, Pod>();
-    const next = new Map<string, Pod>();
-    const names = new Set<string>();
+  apply(change: PodSnapshot): PodUpdate[] {
+    return change.op === 'SET' ? this.applySet(change) : this.applyDelta(change);
+  }
+
+  private applySet(snapshot: PodSet): PodUpdate[] {
+    const previous = this.sources.get(snapshot.source) ?? emptyState();
+    const next = emptyState();
     const added: Pod[] = [];
     const updated: Pod[] = [];
-    const lastIncoming = this.lastIncoming.get(snapshot.source) ?? new Map<string, Pod>();
-    const incomingNow = new Map<string, Pod>();
     for (const incoming of snapshot.pods) {
       const full = podFullName(incoming);
-      if (names.has(full) || next.has(incoming.metadata.uid)) {
+      if (next.names.has(full) || next.pods.has(incoming.metadata.uid)) {
         this.options.onDuplicate?.(incoming, snapshot.source);
         continue;
       }
-      names.add(full);
-      incomingNow.set(incoming.metadata.uid, incoming);
-      const kept = previous.get(incoming.metadata.uid);
-      if (kept !== undefined && lastIncoming.get(incoming.metadata.uid) === incoming) {
-        next.set(incoming.metadata.uid, kept);
+      next.names.set(full, incoming.metadata.uid);
+      this.take(previous, next, incoming, added, updated);
+    }
+    const deleted = [...previous.pods.values()].filter((p) => !next.pods.has(p.metadata.uid));
+    this.sources.set(snapshot.source, next);
+    return updates(snapshot.source, deleted, added, updated);
+  }
+
+  private applyDelta(delta: PodDelta): PodUpdate[] {
+    let state = this.sources.get(delta.source);
+    if (!state) this.sources.set(delta.source, (state = emptyState()));
+    const deleted: Pod[] = [];
+    for (const gone of delta.removed) {
+      const uid = gone.metadata.uid;
+      const kept = state.pods.get(uid);
+      if (!kept) continue;
+      state.pods.delete(uid);
+      state.incoming.delete(uid);
+      const full = podFullName(kept);
+      if (state.names.get(full) === uid) state.names.delete(full);
+      deleted.push(kept);
+    }
+    const added: Pod[] = [];
+    const updated: Pod[] = [];
+    for (const incoming of delta.set) {
+      const uid = incoming.metadata.uid;
+      const full = podFullName(incoming);
+      const holder = state.names.get(full);
+      if (holder !== undefined && holder !== uid) {
+        this.options.onDuplicate?.(incoming, delta.source);
         continue;
       }
-      const pod = structuredClone(incoming);
-      const old = previous.get(pod.metadata.uid);
-      const seen = old?.metadata.annotations?.[CONFIG_SEEN_ANNOTATION] ?? rfc3339Nano(this.now());
-      pod.metadata.annotations = { ...(pod.metadata.annotations ?? {}), [CONFIG_SEEN_ANNOTATION]: seen };
-      next.set(pod.metadata.uid, pod);
-      if (old === undefined) added.push(pod);
-      else if (podChanged(old, pod)) updated.push(pod);
-      else next.set(pod.metadata.uid, old);
+      const kept = state.pods.get(uid);
+      if (kept) {
+        const oldName = podFullName(kept);
+        if (oldName !== full && state.names.get(oldName) === uid) state.names.delete(oldName);
+      }
+      state.names.set(full, uid);
+      this.take(state, state, incoming, added, updated);
     }
-    const deleted = [...previous.values()].filter((p) => !next.has(p.metadata.uid));
-    this.bySource.set(snapshot.source, next);
-    this.lastIncoming.set(snapshot.source, incomingNow);
-    const out: PodUpdate[] = [];
-    const push = (op: PodOp, pods: Pod[]): void => {
-      if (pods.length > 0) out.push({ op, source: snapshot.source, pods: pods.map((p) => structuredClone(p)) });
-    };
-    push('DELETE', deleted);
-    push('ADD', added);
-    push('UPDATE', updated);
-    return out;
+    return updates(delta.source, deleted, added, updated);
+  }
+
+  /** Records `incoming` in `next` (which may be `previous` itself), noting an ADD or UPDATE against `previous`. */
+  private take(previous: SourceState, next: SourceState, incoming: Pod, added: Pod[], updated: Pod[]): void {
+    const uid = incoming.metadata.uid;
+    const old = previous.pods.get(uid);
+    const sameObject = old !== undefined && previous.incoming.get(uid) === incoming;
+    next.incoming.set(uid, incoming);
+    if (sameObject) {
+      next.pods.set(uid, old);
+      return;
+    }
+    const pod = structuredClone(incoming);
+    const seen = old?.metadata.annotations?.[CONFIG_SEEN_ANNOTATION] ?? rfc3339Nano(this.now());
+    pod.metadata.annotations = { ...(pod.metadata.annotations ?? {}), [CONFIG_SEEN_ANNOTATION]: seen };
+    if (old === undefined) {
+      next.pods.set(uid, pod);
+      added.push(pod);
+    } else if (podChanged(old, pod)) {
+      next.pods.set(uid, pod);
+      updated.push(pod);
+    } else next.pods.set(uid, old);
   }
 
   /** Every pod currently known, from all sources. */
   pods(): Pod[] {
-    return [...this.bySource.values()].flatMap((m) => [...m.values()].map((p) => structuredClone(p)));
+    return [...this.sources.values()].flatMap((s) => [...s.pods.values()].map((p) => structuredClone(p)));
   }
+}
+
+function updates(source: SourceName, deleted: Pod[], added: Pod[], updated: Pod[]): PodUpdate[] {
+  const out: PodUpdate[] = [];
+  const push = (op: PodOp, pods: Pod[]): void => {
+    if (pods.length > 0) out.push({ op, source, pods: pods.map((p) => structuredClone(p)) });
+  };
+  push('DELETE', deleted);
+  push('ADD', added);
+  push('UPDATE', updated);
+  return out;
 }
 
 /** Whether a pod changed in a way its worker must see (kubelet's checkAndUpdatePod). */

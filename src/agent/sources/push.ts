@@ -9,7 +9,7 @@ import { parse as parseYAML } from 'yaml';
 import type { Json } from '../client/client.js';
 import type { ManifestStore } from '../server/server.js';
 import type { Pod } from '../types.js';
-import type { PodSnapshot } from './merge.js';
+import type { PodSet } from './merge.js';
 import { podsFromManifestText } from './manifest.js';
 
 export const MANIFEST_NAME_ANNOTATION = 'orch.io/manifest-name';
@@ -21,7 +21,7 @@ export class PushSource implements ManifestStore {
   constructor(
     private readonly dir: string,
     private readonly nodeName: string,
-    private readonly onSnapshot: (snapshot: PodSnapshot) => void,
+    private readonly onSnapshot: (snapshot: PodSet) => void,
     private readonly onError: (name: string, err: Error) => void = () => {},
   ) {}
 

@@ -3,7 +3,7 @@
 // PodList / List (YAML or JSON). A successful fetch emits the complete result as a SET snapshot; an
 // empty body emits an empty SET (and is reported); a failed fetch or a body that does not decode
 // changes nothing (the pods of the last good fetch keep running) and is reported through onError.
-import type { PodSnapshot } from './merge.js';
+import type { PodSet } from './merge.js';
 import { podsFromManifestText } from './manifest.js';
 
 export interface UrlSourceOptions {
@@ -12,7 +12,7 @@ export interface UrlSourceOptions {
   headers: Record<string, string[]>;
   nodeName: string;
   periodMs: number;
-  onSnapshot: (snapshot: PodSnapshot) => void;
+  onSnapshot: (snapshot: PodSet) => void;
   onError?: (err: Error) => void;
   /** Per-fetch timeout (kubelet's http client: 10 s). */
   timeoutMs?: number;
