@@ -26,6 +26,7 @@ import { LABEL_POD_UID } from './podsync.js';
 import type { PodConfigOptions } from './podconfig.js';
 import { PodSyncer } from './podsync.js';
 import { ApiServiceEnv } from './servicelinks.js';
+import type { DockerKeyring } from './credentialprovider/keyring.js';
 import { ProcessRuntime } from './runtime/process.js';
 import type { Runtime } from './runtime/runtime.js';
 import { agentServingCert } from './server/certs.js';
@@ -125,6 +126,8 @@ export interface AgentConfig {
   volumeStatsAggPeriodMs?: number;
   /** --master-service-namespace (API-server mode): whose `kubernetes` Service every pod's service links include; default "default". */
   masterServiceNamespace?: string;
+  /** Registry logins of the credential provider plugins (credentialprovider/plugin.ts); none when unset. */
+  credentials?: DockerKeyring | undefined;
   log?: (level: 'info' | 'error', message: string) => void;
 }
 
@@ -253,6 +256,7 @@ export class Agent implements ServerHost {
       ...(config.imagePulls ? { imagePulls: config.imagePulls } : {}),
       ...(this.api ? { objects: this.api.objects } : {}),
       ...(this.services ? { services: this.services } : {}),
+      ...(config.credentials ? { credentials: config.credentials } : {}),
       ...(config.allocatable ? { allocatable: config.allocatable } : {}),
       resync: (uid) => this.workers.sync(uid),
       probeTerminationGracePeriod: config.featureGates?.ProbeTerminationGracePeriod === true,

@@ -35,6 +35,7 @@ export const DEPRECATED_FLAGS: ReadonlyMap<string, string> = new Map([
   ],
   ['experimental-allocatable-ignore-eviction', 'will be removed in 1.24 or later.'],
   ['experimental-check-node-capabilities-before-mount', 'will be removed in a future version.'],
+  ['experimental-kernel-memcg-notification', 'Use kernelMemcgNotification configuration, this flag will be removed in 1.23.'],
   ['really-crash-for-testing', 'will be removed in a future version.'],
   ['master-service-namespace', 'This flag will be removed in a future version.'],
 ]);

@@ -28,7 +28,7 @@ export interface EnvContext {
 
 const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
 
-/** The objects (ConfigMaps, Secrets) a pod refers to in env, envFrom and volumes. */
+/** The objects (ConfigMaps, Secrets) a pod refers to in env, envFrom, imagePullSecrets and volumes. */
 export function podObjectRefs(pod: Pod): ObjectRef[] {
   const ns = pod.metadata.namespace;
   const out = new Map<string, ObjectRef>();
@@ -45,6 +45,7 @@ export function podObjectRefs(pod: Pod): ObjectRef[] {
       add('secrets', e.valueFrom?.secretKeyRef?.name);
     }
   }
+  for (const r of (pod.spec.imagePullSecrets ?? []) as Json[]) add('secrets', r.name);
   for (const v of (pod.spec.volumes ?? []) as Json[]) {
     add('configmaps', v.configMap?.name);
     add('secrets', v.secret?.secretName);

@@ -5,9 +5,12 @@
 //   - a failed pull is ErrImagePull with the runtime's reason, and starts a back-off (10 s doubling
 //     to 5 min) per pod and image during which the container waits as ImagePullBackOff;
 //   - pulls run one at a time when serialized (--serialize-image-pulls) and are rate limited by a
-//     token bucket (--registry-qps, --registry-burst; qps 0: unlimited).
+//     token bucket (--registry-qps, --registry-burst; qps 0: unlimited);
+//   - credentials: the pod's imagePullSecrets, then the credential provider plugins
+//     (credentialprovider/); none: an anonymous pull; else each login in turn until one works.
 // Events are reported through the caller's callback, worded as kubelet words them.
 import { Backoff, formatDuration, KUBELET_BACKOFF, type BackoffOptions } from './backoff.js';
+import { repositoryOf, secretsKeyring, unionKeyring, type AuthConfig, type DockerKeyring } from './credentialprovider/keyring.js';
 import type { ImageService, PodSandboxConfig } from './runtime/runtime.js';
 import type { Container, Pod } from './types.js';
 
@@ -28,6 +31,10 @@ export interface ImagePullerOptions {
   burst?: number;
   backoff?: BackoffOptions;
   now?: () => number;
+  /** The agent's own credentials (the credential provider plugins); tried after the pod's pull secrets. */
+  keyring?: DockerKeyring;
+  /** The Secrets named by the pod's imagePullSecrets that could be read. */
+  pullSecrets?: (pod: Pod) => Promise<Record<string, unknown>[]>;
 }
 
 /** The API server's default pull policy for an image reference. */
@@ -110,9 +117,10 @@ export class ImagePuller {
     event('Normal', 'Pulling', `Pulling image "${image}"`);
     const started = this.now();
     try {
+      const credentials = await this.credentialsFor(pod, image);
       const imageRef = await this.serialized(async () => {
         await this.bucket?.take();
-        return this.o.images.pullImage(image, sandboxConfig);
+        return this.pullWith(image, sandboxConfig, credentials);
       });
       this.lastFailure.delete(key);
       event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${formatDuration(this.now() - started)}`);
@@ -126,6 +134,28 @@ export class ImagePuller {
       // Synced again soon, the container then shows ImagePullBackOff until the back-off ends.
       return { ok: false, reason: 'ErrImagePull', message, retryAfterMs: 1000 };
     }
+  }
+
+  /** The logins for the image's repository: the pod's pull secrets first, then the agent's keyring. */
+  private async credentialsFor(pod: Pod, image: string): Promise<AuthConfig[]> {
+    if (!this.o.keyring && !this.o.pullSecrets) return [];
+    const secrets = this.o.pullSecrets ? await this.o.pullSecrets(pod) : [];
+    return unionKeyring(secretsKeyring(secrets), this.o.keyring).lookup(repositoryOf(image));
+  }
+
+  /** Anonymously without credentials, else with each in turn until one works (kubelet's PullImage). */
+  private async pullWith(image: string, sandboxConfig: PodSandboxConfig | undefined, credentials: AuthConfig[]): Promise<string> {
+    if (credentials.length === 0) return this.o.images.pullImage(image, sandboxConfig);
+    const messages: string[] = [];
+    for (const auth of credentials) {
+      try {
+        return await this.o.images.pullImage(image, sandboxConfig, auth);
+      } catch (err) {
+        const m = err instanceof Error ? err.message : String(err);
+        if (!messages.includes(m)) messages.push(m);
+      }
+    }
+    throw new Error(messages.length === 1 ? messages[0]! : `[${messages.join(', ')}]`);
   }
 
   /** Forgets the back-offs of a pod (it was deleted). */

@@ -385,8 +385,8 @@ export const AGENT_FLAGS = [
       configField: 'httpCheckFrequency',
       validate: nonNegative,
     }),
-    flag('image-credential-provider-bin-dir', 'string', undefined, 'Directory of credential provider plugin binaries.'),
-    flag('image-credential-provider-config', 'string', undefined, 'Credential provider plugin config file.'),
+    flag('image-credential-provider-bin-dir', 'string', undefined, 'Directory of credential provider plugin binaries.', { status: S }),
+    flag('image-credential-provider-config', 'string', undefined, 'Credential provider plugin config file.', { status: S }),
     flag(
       'image-gc-high-threshold',
       'int32',

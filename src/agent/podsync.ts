@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { containerEnv, expandVars, podObjectRefs, type EnvContext } from './env.js';
 import { NO_OBJECTS, type ObjectSource } from './objects.js';
 import type { ServiceEnvSource } from './servicelinks.js';
+import type { DockerKeyring } from './credentialprovider/keyring.js';
 import { ProbeManager } from './prober.js';
 import { containerMounts, processMountView, setUpVolumes, tearDownVolumes, unmountOrphans, type TmpfsState } from './volumes.js';
 import { Backoff, backoffMessage, KUBELET_BACKOFF, type BackoffOptions } from './backoff.js';
@@ -73,6 +74,8 @@ export interface PodSyncerOptions {
   objects?: ObjectSource;
   /** Service link variables (API-server mode); none in standalone mode. */
   services?: ServiceEnvSource;
+  /** Registry logins of the credential provider plugins (--image-credential-provider-config). */
+  credentials?: DockerKeyring;
   /** The node's allocatable cpu (cores) and memory (bytes), for resourceFieldRef without limits. */
   allocatable?: { cpu: number; memory: number };
   /** Asks for another pass of a pod (probe results changed). */
@@ -142,7 +145,14 @@ export class PodSyncer implements PodLifecycle {
     this.now = o.now ?? (() => new Date());
     this.events = o.events ?? NO_EVENTS;
     this.objects = o.objects ?? NO_OBJECTS;
-    if (o.runtime.images) this.puller = new ImagePuller({ images: o.runtime.images, ...(o.imagePulls ?? {}) });
+    if (o.runtime.images) {
+      this.puller = new ImagePuller({
+        images: o.runtime.images,
+        ...(o.imagePulls ?? {}),
+        ...(o.credentials ? { keyring: o.credentials } : {}),
+        pullSecrets: (pod) => this.pullSecrets(pod),
+      });
+    }
     this.prober = new ProbeManager({ runtime: o.runtime, events: this.events, onChange: (uid) => o.resync?.(uid) });
     this.tmpfs = o.tmpfs === false ? undefined : {};
     // A runtime whose containers outlive the agent keeps them (adoption needs their mounts); on the
@@ -298,6 +308,20 @@ export class PodSyncer implements PodLifecycle {
       this.podEvent(pod, 'Warning', 'FailedMount', errorText(err));
       return false;
     }
+  }
+
+  /** The pod's imagePullSecrets that can be read; the others are logged and left out (kubelet's getPullSecretsForPod). */
+  private async pullSecrets(pod: Pod): Promise<Record<string, unknown>[]> {
+    const names = ((pod.spec.imagePullSecrets ?? []) as { name?: string }[]).map((r) => r.name).filter((n): n is string => typeof n === 'string' && n !== '');
+    const out: Record<string, unknown>[] = [];
+    for (const name of names) {
+      try {
+        out.push(await this.objects.get('secrets', pod.metadata.namespace, name));
+      } catch (err) {
+        this.o.log?.('info', `Unable to retrieve pull secret, the image pull may not succeed. pod=${pod.metadata.namespace}/${pod.metadata.name} secret=${name} err=${errorText(err)}`);
+      }
+    }
+    return out;
   }
 
   private envContext(pod: Pod, st: PodState): EnvContext {

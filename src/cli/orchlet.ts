@@ -14,6 +14,7 @@ import { applyOomScoreAdj, setupKernelTunables, sysctlAllowlist } from '../agent
 import type { Logger as AgentLogger } from '../util/log.js';
 import { allocatableEvictionHard, checkDeprecatedOptions, deprecationWarnings } from '../agent/deprecations.js';
 import { runOnce } from '../agent/runonce.js';
+import { credentialProvidersFromOptions } from '../agent/credentialprovider/plugin.js';
 import { parseDuration } from '../util/flags.js';
 import { parseQuantity } from '../util/quantity.js';
 import { defaultNodeIP, readHostFacts } from '../agent/node/hostinfo.js';
@@ -100,6 +101,18 @@ function agentCiphers(suites: readonly string[], log: Logger): { tlsCiphers?: st
   return ciphers !== undefined ? { tlsCiphers: ciphers } : {};
 }
 
+/** --image-credential-provider-config and --image-credential-provider-bin-dir (credentialprovider/plugin.ts). */
+function credentialProviders(options: AgentOptions, log: Logger): AgentConfig['credentials'] {
+  try {
+    return credentialProvidersFromOptions(
+      { configPath: options.imageCredentialProviderConfig, binDir: options.imageCredentialProviderBinDir, gateEnabled: options.featureGates.OrchletCredentialProviders === true },
+      log,
+    );
+  } catch (err) {
+    throw new Error(`Failed to register CRI auth plugins: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+}
+
 /** The agent's configuration from its parsed options (reads the kubeconfig, the client CA and the host's facts). */
 export async function agentConfigFromOptions(options: AgentOptions, log: Logger): Promise<AgentConfig> {
   const nodeName = nodeNameOf(options.hostnameOverride);
@@ -152,6 +165,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     mounterPath: options.experimentalMounterPath,
     volumeStatsAggPeriodMs: options.volumeStatsAggPeriod,
     masterServiceNamespace: options.masterServiceNamespace,
+    credentials: credentialProviders(options, log),
   };
   if (options.runonce) config.stopPodsOnExit = !runtime.detach;
   if (runtime.runsImages) {

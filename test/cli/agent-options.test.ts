@@ -120,8 +120,9 @@ const SUPPORTED = [
   'experimental-check-node-capabilities-before-mount', 'really-crash-for-testing',
   // kernel settings (src/agent/sysctl.ts)
   'allowed-unsafe-sysctls', 'oom-score-adj', 'protect-kernel-defaults', 'seccomp-default', 'cgroup-driver',
-  // service links and attach/detach (issue 10)
-  'master-service-namespace', 'enable-controller-attach-detach',
+  // service links, attach/detach and credential providers (issue 10)
+  'master-service-namespace', 'enable-controller-attach-detach', 'image-credential-provider-config',
+  'image-credential-provider-bin-dir',
 ];
 
 /** Options beyond document 3: upstream KubeletConfiguration fields exposed as flags. */

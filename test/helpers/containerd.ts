@@ -151,6 +151,19 @@ async function writeBlob(layout: string, data: Buffer, mediaType: string): Promi
  * returns its path.
  */
 async function buildImages(dir: string): Promise<string> {
+  const layout = await buildImageLayout(dir);
+  const archive = join(dir, 'images.tar');
+  run('tar', ['--numeric-owner', '--owner=0', '--group=0', '-C', layout, '-cf', archive, '.']);
+  await rm(layout, { recursive: true, force: true });
+  return archive;
+}
+
+/**
+ * Builds the OCI image layout (directory `<dir>/image-layout`) of the busybox, pause and spare images
+ * and returns its path; each manifest in index.json carries its tag as org.opencontainers.image.ref.name
+ * (a test registry can serve it: registry.ts).
+ */
+export async function buildImageLayout(dir: string): Promise<string> {
   const rootfs = join(dir, 'image-rootfs');
   const layout = join(dir, 'image-layout');
   await buildRootfs(rootfs);
@@ -197,10 +210,7 @@ async function buildImages(dir: string): Promise<string> {
   }
   await writeFile(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
   await writeFile(join(layout, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests }));
-  const archive = join(dir, 'images.tar');
-  run('tar', ['--numeric-owner', '--owner=0', '--group=0', '-C', layout, '-cf', archive, '.']);
-  await rm(layout, { recursive: true, force: true });
-  return archive;
+  return layout;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,8 +228,11 @@ function freeSubnet(): { subnet: string; gateway: string } {
   throw new Error('no free 10.x.y.0/24 found for the CNI bridge');
 }
 
-function configToml(o: { dir: string; socket: string; cniConf: string; cniBin: string }): string {
+function configToml(o: { dir: string; socket: string; cniConf: string; cniBin: string; registryMirrors?: Record<string, string[]> }): string {
   const q = (s: string): string => JSON.stringify(s);
+  const mirrors = Object.entries(o.registryMirrors ?? {})
+    .map(([host, endpoints]) => `\n    [plugins."io.containerd.grpc.v1.cri".registry.mirrors.${q(host)}]\n      endpoint = [${endpoints.map(q).join(', ')}]\n`)
+    .join('');
   return `version = 2
 root = ${q(join(o.dir, 'root'))}
 state = ${q(join(o.dir, 'state'))}
@@ -265,7 +278,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     bin_dir = ${q(o.cniBin)}
     conf_dir = ${q(o.cniConf)}
     max_conf_num = 1
-`;
+${mirrors === '' ? '' : `\n  [plugins."io.containerd.grpc.v1.cri".registry]\n${mirrors}`}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -404,6 +417,11 @@ function removeRunState(socket: string, ids: Iterable<string>): void {
 export interface StartOptions {
   /** Called with containerd's output lines (default: kept for log() only). */
   onLog?: (line: string) => void;
+  /**
+   * Registry mirrors of the CRI plugin (registry.mirrors.<host>.endpoint): host (with port) -> endpoint
+   * URLs, e.g. a test registry on loopback over plain HTTP: { '127.0.0.1:5000': ['http://127.0.0.1:5000'] }.
+   */
+  registryMirrors?: Record<string, string[]>;
 }
 
 /** Starts a containerd as described at the top of this file. */
@@ -510,7 +528,7 @@ export async function startContainerd(options: StartOptions = {}): Promise<Conta
       ),
     );
     const configPath = join(dir, 'config.toml');
-    await writeFile(configPath, configToml({ dir, socket, cniConf, cniBin: cniBinDir()! }));
+    await writeFile(configPath, configToml({ dir, socket, cniConf, cniBin: cniBinDir()!, ...(options.registryMirrors ? { registryMirrors: options.registryMirrors } : {}) }));
     const archive = await buildImages(dir);
 
     installExitHook();

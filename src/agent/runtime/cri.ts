@@ -19,6 +19,7 @@ import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { CriClient, CriError, type CriClientOptions } from './cri/client.js';
 import type * as cri from './cri/types.js';
+import type { AuthConfig } from '../credentialprovider/keyring.js';
 import {
   RuntimeError,
   type ContainerConfig,
@@ -589,8 +590,8 @@ class CriImages implements ImageService {
     return i ? this.info(i) : undefined;
   }
 
-  async pullImage(image: string): Promise<string> {
-    return criCall(this.client.pullImage(image));
+  async pullImage(image: string, _sandboxConfig?: PodSandboxConfig, auth?: AuthConfig): Promise<string> {
+    return criCall(this.client.pullImage(image, auth));
   }
 
   async listImages(): Promise<ImageInfo[]> {

@@ -9,6 +9,7 @@
 // RuntimeError code 'NotFound'; stop and remove calls are idempotent.
 
 import type { Duplex, Readable, Writable } from 'node:stream';
+import type { AuthConfig } from '../credentialprovider/keyring.js';
 
 export interface KeyValue {
   key: string;
@@ -221,8 +222,11 @@ export interface ImageInfo {
 export interface ImageService {
   /** The image, or undefined when the runtime does not have it. */
   imageStatus(image: string): Promise<ImageInfo | undefined>;
-  /** Pulls the image; resolves with its image ref; rejects with RuntimeError (code Failed or Unavailable) saying why. */
-  pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string>;
+  /**
+   * Pulls the image, with a registry login when `auth` is given; resolves with its image ref; rejects
+   * with RuntimeError (code Failed or Unavailable) saying why.
+   */
+  pullImage(image: string, sandboxConfig?: PodSandboxConfig, auth?: AuthConfig): Promise<string>;
   listImages(): Promise<ImageInfo[]>;
   removeImage(image: string): Promise<void>;
   /** A directory on the filesystem that holds the images (imagefs eviction signals), if the service tells. */

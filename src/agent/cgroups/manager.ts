@@ -1,0 +1,337 @@
+// The node's cgroups, as kubelet 1.23's container manager keeps them (pkg/kubelet/cm, cgroupfs
+// driver):
+//   - the pods' top-level cgroup <cgroup-root>/kubepods, created at start with node allocatable
+//     (capacity minus --system-reserved and --orch-reserved; hard eviction thresholds are not
+//     subtracted) as cpu.shares, memory.limit_in_bytes and pids.max when --enforce-node-allocatable
+//     has 'pods', else with the whole capacity; the update is retried every minute until it holds
+//     (memory already used above a new limit makes the write fail);
+//   - with 'system-reserved' / 'kube-reserved' (also 'orch-reserved'), the limits of those
+//     reservations written into --system-reserved-cgroup / --orch-reserved-cgroup, which must exist:
+//     otherwise the agent does not start;
+//   - the QoS tiers kubepods/burstable (cpu.shares of its pods' requests) and kubepods/besteffort
+//     (2 shares), recomputed every minute, before a pod's cgroup is created and when pods stop; with
+//     --qos-reserved=memory=N% (gate QOSReserved) their memory limits keep N% of the Guaranteed
+//     (and, for besteffort, Burstable) pods' memory requests out of reach;
+//   - each pod's cgroup kubepods[/burstable|/besteffort]/pod<uid>, created before its sandbox with
+//     ResourceConfigForPod and pids.max of --pod-max-pids (when > 0): the CRI runtime puts the
+//     sandbox and containers under it (the cgroup parent) and removes it with the sandbox;
+//   - --system-cgroups, --orchlet-cgroups and --runtime-cgroups: processes moved in, checked every
+//     minute (procs.ts).
+// Only runtimes that isolate containers put pods in cgroups: with the built-in process runtime
+// (pods are host processes) the pods, QoS and pod cgroups are not made; the reserved cgroups and the
+// process cgroups are.
+import { join } from 'node:path';
+import { podCgroupParent } from '../podconfig.js';
+import type { Pod } from '../types.js';
+import { CgroupFs, type ResourceConfig } from './fs.js';
+import { ensureProcessInCgroup, ensureSystemCgroups, SYSTEM_OOM_SCORE_ADJ } from './procs.js';
+import { cgroupConfigOf, nodeAllocatableAbsolute, nodeCgroupConfig, qosCPUShares, qosMemoryLimits, resourceConfigForPod, type NodeResources } from './resources.js';
+
+export interface NodeCgroupsConfig {
+  /** --cgroup-root ('' means '/'). */
+  cgroupRoot: string;
+  /** --cgroups-per-qos. */
+  cgroupsPerQOS: boolean;
+  /** Whether the runtime puts pods in cgroups (CRI runtimes); the pods' hierarchy is made only then. */
+  podCgroups: boolean;
+  /** --enforce-node-allocatable ('orch-reserved' counts as 'kube-reserved'). */
+  enforce: readonly string[];
+  /** Node capacity: cpu millicores, memory bytes, kernel.pid_max. */
+  capacity: NodeResources;
+  systemReserved: Record<string, string>;
+  kubeReserved: Record<string, string>;
+  systemReservedCgroup: string;
+  kubeReservedCgroup: string;
+  /** --qos-reserved memory percentage, only with the QOSReserved gate. */
+  qosReservedMemory?: number;
+  /** --pod-max-pids; > 0 sets pids.max of each pod's cgroup. */
+  podPidsLimit: number;
+  /** --cpu-cfs-quota and --cpu-cfs-quota-period (µs) for pod cgroups. */
+  cpuCFSQuota: boolean;
+  cpuPeriodUs: number;
+  /** --system-cgroups, --orchlet-cgroups, --runtime-cgroups ('' or unset: none). */
+  systemCgroups?: string;
+  agentCgroups?: string;
+  runtimeCgroups?: string;
+  /** The container runtime's processes (for --runtime-cgroups). */
+  runtimePids?: () => Promise<number[]>;
+  /** How often the QoS tiers, the process cgroups and a failed allocatable update are redone (kubelet: 1 min). */
+  periodMs?: number;
+  fs?: CgroupFs;
+  log: (level: 'info' | 'error', message: string) => void;
+  /** Node events (NodeAllocatableEnforced, FailedNodeAllocatableEnforcement). */
+  event?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+}
+
+/** kubelet's CgroupName formatting in messages: the path's parts, quoted. */
+function cgroupNameText(name: string): string {
+  return `[${name
+    .split('/')
+    .filter((p) => p !== '')
+    .map((p) => JSON.stringify(p))
+    .join(' ')}]`;
+}
+
+export class NodeCgroups {
+  readonly fs: CgroupFs;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private activePods: () => Pod[] = () => [];
+  private qosPending: NodeJS.Timeout | undefined;
+  private readonly lastErrors = new Map<string, string>();
+  private stopped = false;
+
+  constructor(private readonly c: NodeCgroupsConfig) {
+    this.fs = c.fs ?? new CgroupFs();
+  }
+
+  /** <cgroup-root>/kubepods: the pods' top-level cgroup. */
+  get podsCgroup(): string {
+    return join(this.c.cgroupRoot === '' ? '/' : this.c.cgroupRoot, 'kubepods');
+  }
+
+  private get hierarchy(): boolean {
+    return this.c.cgroupsPerQOS && this.c.podCgroups && this.fs.available;
+  }
+
+  /** Node allocatable as the pods' cgroup gets it (capacity when 'pods' is not enforced). */
+  podsCgroupConfig(): ResourceConfig {
+    const r = this.c.enforce.includes('pods') ? nodeAllocatableAbsolute(this.c.capacity, [this.c.systemReserved, this.c.kubeReserved]) : this.c.capacity;
+    return nodeCgroupConfig(r);
+  }
+
+  /**
+   * kubelet's setupNode for cgroups: the pods' and QoS cgroups, allocatable enforcement, the process
+   * cgroups; then the periodic passes. Throws (the agent must not start) when a reserved cgroup
+   * cannot be enforced.
+   */
+  async start(activePods: () => Pod[]): Promise<void> {
+    this.activePods = activePods;
+    if (!this.fs.available) {
+      if (this.c.enforce.length > 0 || this.c.systemCgroups || this.c.agentCgroups || this.c.runtimeCgroups) {
+        this.c.log('error', 'no cgroup filesystem is mounted: node allocatable and the process cgroups are not enforced');
+      }
+      return;
+    }
+    if (this.hierarchy) {
+      if (!this.fs.exists(this.podsCgroup)) await this.fs.create(this.podsCgroup, this.podsCgroupConfig());
+      await this.startQoS();
+      this.enforcePodsCgroup();
+    }
+    await this.enforceReserved('system-reserved', 'System', this.c.systemReservedCgroup, this.c.systemReserved, '--system-reserved-cgroup');
+    await this.enforceReserved('kube-reserved', 'Kube', this.c.kubeReservedCgroup, this.c.kubeReserved, '--orch-reserved-cgroup');
+    if (this.c.systemCgroups === '/') throw new Error('system container cannot be root ("/") (--system-cgroups)');
+    await this.ensureProcessCgroups();
+    this.every(() => this.ensureProcessCgroups());
+    if (this.hierarchy) this.every(() => this.updateQoS());
+  }
+
+  /** Where node events go (the agent's recorder, API-server mode). */
+  onEvent(fn: NonNullable<NodeCgroupsConfig['event']>): void {
+    this.c.event = fn;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    clearTimeout(this.qosPending);
+  }
+
+  private every(pass: () => Promise<void>): void {
+    const t = setInterval(() => {
+      if (!this.stopped) void pass().catch((err: unknown) => this.c.log('error', String(err)));
+    }, this.c.periodMs ?? 60_000);
+    t.unref();
+    this.timers.push(t);
+  }
+
+  /** enforceNodeAllocatableCgroups for the pods' cgroup: updated now, retried every minute until it holds. */
+  private enforcePodsCgroup(): void {
+    const config = this.podsCgroupConfig();
+    const attempt = async (): Promise<boolean> => {
+      try {
+        await this.fs.update(this.podsCgroup, config);
+        this.c.event?.('Normal', 'NodeAllocatableEnforced', 'Updated Node Allocatable limit across pods');
+        this.c.log('info', `node allocatable enforced on ${this.podsCgroup}: ${describe(config)}`);
+        return true;
+      } catch (err) {
+        const message = `Failed to update Node Allocatable Limits ${JSON.stringify(cgroupNameText(this.podsCgroup))}: ${String(err)}`;
+        this.c.event?.('Warning', 'FailedNodeAllocatableEnforcement', message);
+        this.c.log('error', message);
+        return false;
+      }
+    };
+    void attempt().then((ok) => {
+      if (ok || this.stopped) return;
+      const t = setInterval(() => {
+        if (this.stopped) return clearInterval(t);
+        void attempt().then((done) => done && clearInterval(t));
+      }, this.c.periodMs ?? 60_000);
+      t.unref();
+      this.timers.push(t);
+    });
+  }
+
+  /** enforceExistingCgroup for a reservation listed in --enforce-node-allocatable. */
+  private async enforceReserved(key: string, who: string, name: string, reserved: Record<string, string>, flag: string): Promise<void> {
+    const listed = this.c.enforce.includes(key) || (key === 'kube-reserved' && this.c.enforce.includes('orch-reserved'));
+    if (!listed) return;
+    const config = cgroupConfigOf(reserved);
+    try {
+      if (!this.fs.exists(name)) throw new Error(`${JSON.stringify(cgroupNameText(name))} cgroup does not exist`);
+      await this.fs.update(name, config);
+    } catch (err) {
+      const message = `Failed to enforce ${who} Reserved Cgroup Limits on ${JSON.stringify(name)}: ${err instanceof Error ? err.message : String(err)}`;
+      this.c.event?.('Warning', 'FailedNodeAllocatableEnforcement', message);
+      throw new Error(`${message} (${flag})`, { cause: err });
+    }
+    const lower = who.toLowerCase();
+    this.c.event?.('Normal', 'NodeAllocatableEnforced', `Updated limits on ${lower} reserved cgroup ${name}`);
+    this.c.log('info', `${lower} reserved enforced on ${name}: ${describe(config)}`);
+  }
+
+  /** qosContainerManager.Start: both tiers created (or their settings renewed). */
+  private async startQoS(): Promise<void> {
+    for (const [tier, r] of [
+      ['burstable', {}],
+      ['besteffort', { cpuShares: 2 }],
+    ] as const) {
+      const name = join(this.podsCgroup, tier);
+      try {
+        if (!this.fs.exists(name)) await this.fs.create(name, r);
+        else await this.fs.update(name, r);
+      } catch (err) {
+        throw new Error(`failed to create top level ${tier === 'burstable' ? 'Burstable' : 'BestEffort'} QOS cgroup : ${String(err)}`, { cause: err });
+      }
+    }
+    await this.updateQoS();
+  }
+
+  /**
+   * UpdateCgroups: the tiers' cpu shares from the active pods, and with --qos-reserved their memory
+   * limits; a limit the tier's usage already exceeds is retried at that usage (kubelet's
+   * retrySetMemoryReserve).
+   */
+  async updateQoS(): Promise<void> {
+    if (!this.hierarchy || this.stopped) return;
+    const pods = this.activePods();
+    const shares = qosCPUShares(pods);
+    const configs: Record<'burstable' | 'besteffort', ResourceConfig> = {
+      burstable: { cpuShares: shares.burstable },
+      besteffort: { cpuShares: shares.besteffort },
+    };
+    const percent = this.c.qosReservedMemory;
+    if (percent !== undefined) {
+      const allocatable = nodeAllocatableAbsolute(this.c.capacity, [this.c.systemReserved, this.c.kubeReserved]).memory;
+      const limits = qosMemoryLimits(pods, allocatable, percent);
+      if (limits) {
+        configs.burstable.memory = limits.burstable;
+        configs.besteffort.memory = limits.besteffort;
+      }
+      let failed = false;
+      for (const [tier, r] of Object.entries(configs)) await this.fs.update(join(this.podsCgroup, tier), r).catch(() => (failed = true));
+      if (!failed) return;
+      for (const [tier, r] of Object.entries(configs)) {
+        const usage = await this.fs.memoryUsage(join(this.podsCgroup, tier));
+        if (usage !== undefined && r.memory !== undefined && usage > r.memory) r.memory = usage;
+      }
+    }
+    for (const [tier, r] of Object.entries(configs)) {
+      await this.fs.update(join(this.podsCgroup, tier), r).catch((err: unknown) => this.c.log('error', `Failed to update QoS cgroup configuration: ${String(err)}`));
+    }
+  }
+
+  /** A QoS update soon (pods stopped or went); several requests within the same tick make one. */
+  podsChanged(): void {
+    if (!this.hierarchy || this.stopped || this.qosPending) return;
+    this.qosPending = setTimeout(() => {
+      this.qosPending = undefined;
+      void this.updateQoS().catch((err: unknown) => this.c.log('error', `Failed to update QoS cgroups: ${String(err)}`));
+    }, 0);
+  }
+
+  /** The cgroup of a pod (its sandbox's cgroup parent). */
+  podCgroup(pod: Pod): string | undefined {
+    return podCgroupParent(pod, { cgroupRoot: this.c.cgroupRoot, cgroupsPerQOS: this.c.cgroupsPerQOS });
+  }
+
+  /**
+   * podContainerManager.EnsureExists, called before a pod's sandbox is made: when its cgroup does
+   * not exist yet, the QoS tiers are updated with it counted, and the cgroup is created with the
+   * pod's resources and --pod-max-pids.
+   */
+  async ensurePod(pod: Pod): Promise<void> {
+    if (!this.hierarchy) return;
+    const name = this.podCgroup(pod);
+    if (name === undefined || this.fs.exists(name)) return;
+    await this.updateQoS().catch((err: unknown) => this.c.log('error', `Failed to update QoS cgroups while syncing pod: ${String(err)}`));
+    const r = resourceConfigForPod(pod, { cpuCFSQuota: this.c.cpuCFSQuota, cpuPeriodUs: this.c.cpuPeriodUs });
+    if (this.c.podPidsLimit > 0) r.pidsLimit = this.c.podPidsLimit;
+    try {
+      await this.fs.create(name, r);
+    } catch (err) {
+      throw new Error(`failed to ensure that the pod: ${pod.metadata.uid} cgroups exist and are correctly applied: failed to create container for ${cgroupNameText(name)} : ${String(err)}`, { cause: err });
+    }
+  }
+
+  /** The system containers' ensureState: --system-cgroups, --orchlet-cgroups, --runtime-cgroups. */
+  private async ensureProcessCgroups(): Promise<void> {
+    const report = (what: string, errors: string[]): void => {
+      const text = errors.join('; ');
+      if (text !== '' && this.lastErrors.get(what) !== text) this.c.log('error', `Failed to ensure state of ${what}: ${text}`);
+      this.lastErrors.set(what, text);
+    };
+    const sys = this.c.systemCgroups;
+    if (sys) report(`system cgroup ${sys} (--system-cgroups)`, await ensureSystemCgroups(this.fs, sys));
+    const agent = this.c.agentCgroups;
+    if (agent) report(`orchlet cgroup ${agent} (--orchlet-cgroups)`, await ensureProcessInCgroup(this.fs, process.pid, agent, SYSTEM_OOM_SCORE_ADJ));
+    const rt = this.c.runtimeCgroups;
+    if (rt && this.c.runtimePids) {
+      const pids = await this.c.runtimePids();
+      if (pids.length === 0) report(`runtime cgroup ${rt} (--runtime-cgroups)`, ['no process of the container runtime found']);
+      const errors: string[] = [];
+      for (const pid of pids) errors.push(...(await ensureProcessInCgroup(this.fs, pid, rt, SYSTEM_OOM_SCORE_ADJ)));
+      if (pids.length > 0) report(`runtime cgroup ${rt} (--runtime-cgroups)`, errors);
+    }
+  }
+}
+
+function describe(r: ResourceConfig): string {
+  const parts: string[] = [];
+  if (r.cpuShares !== undefined) parts.push(`cpu.shares=${r.cpuShares}`);
+  if (r.memory !== undefined) parts.push(`memory=${r.memory}`);
+  if (r.pidsLimit !== undefined) parts.push(`pids.max=${r.pidsLimit}`);
+  return parts.join(' ') || 'nothing to set';
+}
+
+/**
+ * kubelet's validation of the cgroup options (KubeletConfiguration validation and the container
+ * manager's checks at start); returns the first problem, naming the options.
+ */
+export function checkCgroupOptions(o: {
+  enforceNodeAllocatable: readonly string[];
+  cgroupsPerQos: boolean;
+  systemReservedCgroup: string;
+  orchReservedCgroup: string;
+  systemCgroups?: string | undefined;
+  cgroupRoot: string;
+}): string | undefined {
+  const enforce = o.enforceNodeAllocatable;
+  if (!o.cgroupsPerQos && enforce.length > 0) {
+    return 'invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) is not supported unless cgroupsPerQOS (--cgroups-per-qos) feature is turned on';
+  }
+  if ((o.systemCgroups ?? '') !== '' && o.cgroupRoot === '') {
+    return 'invalid configuration: systemCgroups (--system-cgroups) was specified and cgroupRoot (--cgroup-root) was not specified';
+  }
+  for (const v of enforce) {
+    if (v === 'system-reserved' && o.systemReservedCgroup === '') {
+      return 'invalid configuration: systemReservedCgroup (--system-reserved-cgroup) must be specified when "system-reserved" contained in enforceNodeAllocatable (--enforce-node-allocatable)';
+    }
+    if ((v === 'kube-reserved' || v === 'orch-reserved') && o.orchReservedCgroup === '') {
+      return `invalid configuration: kubeReservedCgroup (--orch-reserved-cgroup) must be specified when "${v}" contained in enforceNodeAllocatable (--enforce-node-allocatable)`;
+    }
+    if (v === 'none' && enforce.length > 1) {
+      return 'invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when "none" is specified';
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,67 @@
+// orchlet's cgroup options turned into the agent's NodeCgroups and memcg settings. Called once by
+// the command (src/cli/orchlet.ts) after the runtime is connected.
+import { readFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import type { AgentConfig } from '../agent.js';
+import type { AgentOptions } from '../options.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { NodeCgroups } from './manager.js';
+import { socketOwners } from './procs.js';
+import { parseQOSReserved } from './resources.js';
+
+/** kernel.pid_max: the node's PID capacity (kubelet's pidlimit.Stats). */
+function pidMax(): number | undefined {
+  try {
+    const n = Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim());
+    return Number.isFinite(n) && n > 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+type Log = (level: 'info' | 'error', message: string) => void;
+
+/** The path of a unix:// endpoint; undefined for other schemes. */
+function socketPath(endpoint: string): string | undefined {
+  if (endpoint.startsWith('unix://')) return endpoint.slice('unix://'.length);
+  return endpoint.startsWith('/') ? endpoint : undefined;
+}
+
+/** The part of AgentConfig the cgroup options make: cgroups and memcgNotification (none off Linux). */
+export function nodeCgroupsFromOptions(o: AgentOptions, runtime: Runtime, log: Log): Pick<AgentConfig, 'cgroups' | 'memcgNotification'> {
+  if (process.platform !== 'linux') return {};
+  const out: Pick<AgentConfig, 'cgroups' | 'memcgNotification'> = {};
+  if (o.kernelMemcgNotification === true || o.experimentalKernelMemcgNotification === true) out.memcgNotification = {};
+  const qos = parseQOSReserved(o.qosReserved ?? {});
+  const gated = o.featureGates.QOSReserved === true;
+  if (qos.memory !== undefined && !gated) log('error', '--qos-reserved has no effect without the QOSReserved feature gate (kubelet ignores it too)');
+  if (!runtime.runsImages) {
+    const given = ['enforce-node-allocatable', 'pod-max-pids', 'qos-reserved'].filter((f) => o.explicitFlags.has(f) || o.configFileFlags.has(f));
+    if (given.length > 0) {
+      log('info', `${given.map((f) => `--${f}`).join(', ')}: the built-in runtime runs pods as host processes outside cgroups, so no pods cgroup is made; reserved cgroups and process cgroups still apply`);
+    }
+  }
+  const endpoint = socketPath(o.containerRuntimeEndpoint ?? '');
+  const pid = pidMax();
+  out.cgroups = new NodeCgroups({
+    cgroupRoot: o.cgroupRoot,
+    cgroupsPerQOS: o.cgroupsPerQos,
+    podCgroups: runtime.runsImages === true,
+    enforce: o.enforceNodeAllocatable,
+    capacity: { cpu: (cpus().length || 1) * 1000, memory: totalmem(), ...(pid !== undefined ? { pid } : {}) },
+    systemReserved: o.systemReserved ?? {},
+    kubeReserved: o.orchReserved ?? {},
+    systemReservedCgroup: o.systemReservedCgroup,
+    kubeReservedCgroup: o.orchReservedCgroup,
+    ...(qos.memory !== undefined && gated ? { qosReservedMemory: qos.memory } : {}),
+    podPidsLimit: o.podMaxPids,
+    cpuCFSQuota: o.cpuCfsQuota,
+    cpuPeriodUs: Math.round(o.cpuCfsQuotaPeriod * 1000),
+    ...(o.systemCgroups ? { systemCgroups: o.systemCgroups } : {}),
+    ...(o.orchletCgroups ? { agentCgroups: o.orchletCgroups } : {}),
+    ...(o.runtimeCgroups ? { runtimeCgroups: o.runtimeCgroups } : {}),
+    runtimePids: async () => (runtime.runsImages && endpoint !== undefined ? socketOwners(endpoint) : []),
+    log,
+  });
+  return out;
+}
