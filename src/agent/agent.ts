@@ -19,6 +19,9 @@ import { ContainerGC, DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, ImageGC, nodeImage
 import type { SysctlAllowlist } from './sysctl.js';
 import { admitUnderPressure, dirUsage, EvictionManager, observe, type PodUsage, type Threshold } from './eviction.js';
 import { ContainerLogManager } from './logrotate.js';
+import { CgroupFs } from './cgroups/fs.js';
+import type { NodeCgroups } from './cgroups/manager.js';
+import { MemcgNotifier } from './cgroups/memcg.js';
 import { unmountOrphans, volumePath, volumeUsage } from './volumes.js';
 import { fsSize } from './node/hostinfo.js';
 import { RuntimeState, type RuntimeConditionLike } from './node/runtimestate.js';
@@ -128,6 +131,10 @@ export interface AgentConfig {
   masterServiceNamespace?: string;
   /** Registry logins of the credential provider plugins (credentialprovider/plugin.ts); none when unset. */
   credentials?: DockerKeyring | undefined;
+  /** The node's cgroups: pods' hierarchy, allocatable enforcement, process cgroups (cgroups/manager.ts); none when unset. */
+  cgroups?: NodeCgroups;
+  /** --kernel-memcg-notification: memory.available thresholds watched every pollMs (cgroups/memcg.ts). */
+  memcgNotification?: { pollMs?: number };
   log?: (level: 'info' | 'error', message: string) => void;
 }
 
@@ -169,6 +176,7 @@ export class Agent implements ServerHost {
   private stopped = false;
   private readonly startedAt = new Date();
   private certRotation: CertificateRotation | undefined;
+  private memcg: MemcgNotifier | undefined;
 
   get nodeName(): string {
     return this.config.nodeName;
@@ -209,6 +217,10 @@ export class Agent implements ServerHost {
         this.log('error', `watching services: ${err instanceof Error ? err.message : String(err)}`),
       );
     }
+    config.cgroups?.onEvent((type, reason, message) => {
+      const node = this.api?.node;
+      if (node) this.api?.events.event(node.nodeRef(), type, reason, message);
+    });
     const pleg = (this.runtime as Runtime & { plegHealth?: () => string | undefined }).plegHealth?.bind(this.runtime);
     this.runtimeState = new RuntimeState({
       status: () => this.runtimeStatus(),
@@ -265,10 +277,14 @@ export class Agent implements ServerHost {
       log: (l, m) => this.log(l, m),
       // the syncer keeps one dead instance per container; a policy keeping more (or all) needs it to leave them
       leaveDeadInstancesToGC: ![0, 1].includes(config.gc?.containers?.maxPerPodContainer ?? 1),
+      ...(config.cgroups ? { beforeSandbox: (pod: Pod) => config.cgroups!.ensurePod(pod) } : {}),
     });
     this.workers = new PodWorkers(this.syncer, {
       onError: (pod, err) => this.log('error', `sync of pod ${podFullName(pod)} failed: ${err instanceof Error ? err.message : String(err)}`),
-      onStateChange: (pod, state) => this.log('info', `pod ${podFullName(pod)} (${pod.metadata.uid}): ${state}`),
+      onStateChange: (pod, state) => {
+        this.log('info', `pod ${podFullName(pod)} (${pod.metadata.uid}): ${state}`);
+        this.config.cgroups?.podsChanged();
+      },
       ...(this.api ? { beforeCleanup: (pod: Pod) => this.api!.podTerminated(pod) } : {}),
     });
   }
@@ -287,6 +303,8 @@ export class Agent implements ServerHost {
     // A CRI runtime's first relist (the PLEG) before the node's first state
     await (this.runtime as Runtime & { relistNow?: () => Promise<void> }).relistNow?.();
     await this.runtimeState.start();
+    // kubelet's container manager: the pods' cgroups and node allocatable before any pod runs
+    await this.config.cgroups?.start(() => this.activePods().filter((p) => !isTerminal(this.statusManager.getPodStatus(p.metadata.uid)?.phase ?? 'Pending')));
     this.startGarbageCollection();
     // Kept referenced: this timer is what keeps a standalone agent alive with no pods.
     this.resyncTimer = setInterval(() => this.workers.syncAll(), Math.max(1000, this.config.syncFrequencyMs || 60_000));
@@ -315,6 +333,19 @@ export class Agent implements ServerHost {
       if (delay > 0) setTimeout(start, delay).unref();
       else start();
       if (!this.config.eviction?.firstPassDelayMs) await this.evictionPass();
+      if (this.config.memcgNotification && this.config.eviction) {
+        this.memcg = new MemcgNotifier({
+          fs: this.config.cgroups?.fs ?? new CgroupFs(),
+          thresholds: this.config.eviction.thresholds,
+          onCrossing: (m) => {
+            this.log('info', m);
+            void this.evictionPass();
+          },
+          ...(this.config.memcgNotification.pollMs !== undefined ? { pollMs: this.config.memcgNotification.pollMs } : {}),
+          log: (l, m) => this.log(l, m),
+        });
+        await this.memcg.start();
+      }
     }
     this.logManager?.start();
     const statsPeriod = this.config.volumeStatsAggPeriodMs ?? 0;
@@ -577,6 +608,8 @@ export class Agent implements ServerHost {
     for (const t of this.gcTimers) clearInterval(t);
     this.runtimeState.stop();
     this.logManager?.stop();
+    this.memcg?.stop();
+    this.config.cgroups?.stop();
     this.syncer.prober.stopAll();
     const detach = this.runtime.detach && this.config.stopPodsOnExit !== true;
     if (detach) {

@@ -41,6 +41,7 @@ import { tryParseQuantity } from '../util/quantity.js';
 import { isQualifiedName, isValidLabelValue } from '../util/validation.js';
 import { checkCloudOptions } from '../util/cloud.js';
 import { ConfigFileError, readConfigFile } from './config-file.js';
+import { parseQOSReserved } from './cgroups/resources.js';
 
 export const AGENT_PROGRAM = 'orchlet';
 
@@ -139,6 +140,16 @@ function checkTaints(taints: Record<string, string>): string | undefined {
     if (valueErrors.length > 0) return `taint "${key}=${rest}": invalid value: ${valueErrors.join('; ')}`;
   }
   return undefined;
+}
+
+/** --qos-reserved: kubelet's ParseQOSReserved (memory only, a percentage). */
+function checkQOSReserved(m: Record<string, string>): string | undefined {
+  try {
+    parseQOSReserved(m);
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
 }
 
 function checkEnforceNodeAllocatable(list: string[]): string | undefined {
@@ -279,6 +290,7 @@ export const AGENT_FLAGS = [
       'pods',
       'Levels enforced: none, pods, system-reserved, kube-reserved (also spelled orch-reserved); the latter two require their cgroup flags; none must stand alone.',
       {
+        status: S,
         configField: 'enforceNodeAllocatable',
         values: ['none', 'pods', 'system-reserved', 'kube-reserved', 'orch-reserved'],
         validate: checkEnforceNodeAllocatable,
@@ -338,6 +350,7 @@ export const AGENT_FLAGS = [
       { status: S },
     ),
     flag('experimental-kernel-memcg-notification', 'bool', undefined, 'Use kernelMemcgNotification (removal in 1.23).', {
+      status: S,
       configField: 'kernelMemcgNotification',
     }),
     flag('experimental-log-sanitization', 'bool', undefined, 'Suppress logging of sensitive fields; may add overhead.', { status: S,
@@ -429,7 +442,7 @@ export const AGENT_FLAGS = [
       'bool',
       'false',
       'Use kernel memcg notification for memory eviction instead of polling.',
-      { configField: 'kernelMemcgNotification' },
+      { status: S, configField: 'kernelMemcgNotification' },
     ),
     flag('orch-api-content-type', 'string', 'application/vnd.orch.protobuf', 'Content type of requests to the server.', {
       status: S,
@@ -444,6 +457,7 @@ export const AGENT_FLAGS = [
       { status: S, aliases: ['kube-reserved'], configField: 'kubeReserved' },
     ),
     flag('orch-reserved-cgroup', 'string', '', 'Top-level cgroup managing those components, e.g. /orch-reserved.', {
+      status: S,
       aliases: ['kube-reserved-cgroup'],
       configField: 'kubeReservedCgroup',
     }),
@@ -455,6 +469,7 @@ export const AGENT_FLAGS = [
       { status: S, aliases: ['kubeconfig'] },
     ),
     flag('orchlet-cgroups', 'string', undefined, 'Absolute cgroup name to run the agent in.', {
+      status: S,
       aliases: ['kubelet-cgroups'],
       configField: 'kubeletCgroups',
     }),
@@ -598,6 +613,7 @@ export const AGENT_FLAGS = [
       { status: S, configField: 'staticPodPath' },
     ),
     flag('pod-max-pids', 'int', '-1', 'Maximum processes per pod; -1 uses node allocatable PID capacity.', {
+      status: S,
       configField: 'podPidsLimit',
     }),
     flag('pods-per-core', 'int32', undefined, 'Pods per core; capped by --max-pods; 0 disables.', { status: S, configField: 'podsPerCore' }),
@@ -612,7 +628,7 @@ export const AGENT_FLAGS = [
       'mapStringString',
       undefined,
       "'<resource>=<percentage>' reservation at QoS level (alpha); only memory; requires gate QOSReserved.",
-      { configField: 'qosReserved' },
+      { status: S, configField: 'qosReserved', validate: checkQOSReserved },
     ),
     flag('read-only-port', 'int32', '10255', 'Read-only port with no authentication or authorization; 0 disables.', {
       status: S,
@@ -666,7 +682,7 @@ export const AGENT_FLAGS = [
       'Exit after starting pods from local manifests or URLs; exclusive with --enable-server.',
       { status: S, configField: 'runOnce' },
     ),
-    flag('runtime-cgroups', 'string', undefined, 'Absolute cgroup name to run the runtime in.'),
+    flag('runtime-cgroups', 'string', undefined, 'Absolute cgroup name to run the runtime in.', { status: S }),
     flag(
       'runtime-request-timeout',
       'duration',
@@ -702,7 +718,7 @@ export const AGENT_FLAGS = [
       'string',
       undefined,
       "Cgroup for all non-kernel processes not in a cgroup under '/'; empty none; rollback requires reboot.",
-      { configField: 'systemCgroups' },
+      { status: S, configField: 'systemCgroups' },
     ),
     flag(
       'system-reserved',
@@ -712,6 +728,7 @@ export const AGENT_FLAGS = [
       { status: S, configField: 'systemReserved' },
     ),
     flag('system-reserved-cgroup', 'string', '', 'Top-level cgroup managing them, e.g. /system-reserved.', {
+      status: S,
       configField: 'systemReservedCgroup',
     }),
     flag('topology-manager-policy', 'enum', 'none', 'none, best-effort, restricted, single-numa-node.', {

@@ -96,6 +96,8 @@ export interface PodSyncerOptions {
    * new instance is created.
    */
   leaveDeadInstancesToGC?: boolean;
+  /** Before a pod's sandbox is made: its cgroup (cgroups/manager.ts ensurePod); a failure fails the pass. */
+  beforeSandbox?: (pod: Pod) => Promise<void>;
 }
 
 /** Why a pod must not run (any more): admission refused it, or it was evicted. */
@@ -429,6 +431,10 @@ export class PodSyncer implements PodLifecycle {
       if (s?.state === 'SANDBOX_READY') return st.sandboxId;
     }
     const config = this.sandboxConfig(pod, st.sandboxConfig ? st.sandboxConfig.metadata.attempt + 1 : 0);
+    await this.o.beforeSandbox?.(pod).catch((err: unknown) => {
+      this.podEvent(pod, 'Warning', 'FailedToCreatePodContainer', `unable to ensure pod container exists: ${errorText(err)}`);
+      throw err;
+    });
     st.sandboxId = await this.o.runtime.runPodSandbox(config);
     st.sandboxConfig = config;
     if (this.o.runtime.runsImages && !config.linux?.hostNetwork) {

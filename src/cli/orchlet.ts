@@ -14,6 +14,8 @@ import { applyOomScoreAdj, setupKernelTunables, sysctlAllowlist } from '../agent
 import type { Logger as AgentLogger } from '../util/log.js';
 import { allocatableEvictionHard, checkDeprecatedOptions, deprecationWarnings } from '../agent/deprecations.js';
 import { runOnce } from '../agent/runonce.js';
+import { nodeCgroupsFromOptions } from '../agent/cgroups/options.js';
+import { checkCgroupOptions } from '../agent/cgroups/manager.js';
 import { credentialProvidersFromOptions } from '../agent/credentialprovider/plugin.js';
 import { parseDuration } from '../util/flags.js';
 import { parseQuantity } from '../util/quantity.js';
@@ -48,6 +50,8 @@ function checkImplemented(o: AgentOptions): void {
   if (o.rotateServerCertificates && o.featureGates.RotateKubeletServerCertificate !== true) {
     throw new Error('--rotate-server-certificates requires the RotateKubeletServerCertificate feature gate');
   }
+  const cgroups = checkCgroupOptions(o);
+  if (cgroups !== undefined) throw new Error(cgroups);
   if (o.authorizationMode === 'Webhook' && (o.orchconfig ?? '') === '') throw new Error('--authorization-mode=Webhook needs API-server mode (--orchconfig)');
   if (o.authenticationTokenWebhook && (o.orchconfig ?? '') === '') throw new Error('--authentication-token-webhook needs API-server mode (--orchconfig)');
 }
@@ -168,6 +172,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     credentials: credentialProviders(options, log),
   };
   if (options.runonce) config.stopPodsOnExit = !runtime.detach;
+  Object.assign(config, nodeCgroupsFromOptions(options, runtime, log));
   if (runtime.runsImages) {
     config.podConfig = {
       cgroupRoot: options.cgroupRoot,
@@ -268,12 +273,17 @@ function kernelSettings(options: AgentOptions, log: AgentLogger): void {
 
 /**
  * --cgroup-driver=systemd: where systemd is not running (no /run/systemd/system, sd_booted's test) the error of
- * kubelet's cgroup manager; where it runs, orchlet still refuses: it manages pod cgroups through cgroupfs only.
+ * kubelet's cgroup manager; where it runs, orchlet still refuses: the systemd driver creates the pods' slices
+ * (kubepods.slice, kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice) as transient units through
+ * systemd's D-Bus API, and orchlet has no D-Bus client; writing those directories under systemd's tree behind
+ * its back would be undone by systemd.
  */
 function checkCgroupDriver(driver: string, runDir = '/run/systemd/system'): void {
   if (driver !== 'systemd') return;
   if (!existsSync(runDir)) throw new Error("--cgroup-driver=systemd: systemd not running on this host, can't use systemd as a cgroups manager");
-  throw new Error('--cgroup-driver=systemd: not implemented yet (orchlet manages pod cgroups through cgroupfs; use --cgroup-driver=cgroupfs)');
+  throw new Error(
+    '--cgroup-driver=systemd: not implemented yet: the systemd driver creates pod slices as transient units over D-Bus, which orchlet cannot do; use --cgroup-driver=cgroupfs (and the cgroupfs driver in the runtime)',
+  );
 }
 
 export async function main(argv: string[]): Promise<void> {

@@ -118,6 +118,9 @@ const SUPPORTED = [
   'cni-bin-dir', 'cni-cache-dir', 'cni-conf-dir', 'docker-endpoint', 'dynamic-config-dir', 'image-pull-progress-deadline',
   'network-plugin', 'network-plugin-mtu', 'experimental-allocatable-ignore-eviction',
   'experimental-check-node-capabilities-before-mount', 'really-crash-for-testing',
+  // node allocatable, QoS and process cgroups, memcg notification (src/agent/cgroups)
+  'enforce-node-allocatable', 'system-reserved-cgroup', 'orch-reserved-cgroup', 'orchlet-cgroups', 'runtime-cgroups',
+  'system-cgroups', 'pod-max-pids', 'qos-reserved', 'kernel-memcg-notification', 'experimental-kernel-memcg-notification',
   // kernel settings (src/agent/sysctl.ts)
   'allowed-unsafe-sysctls', 'oom-score-adj', 'protect-kernel-defaults', 'seccomp-default', 'cgroup-driver',
   // service links, attach/detach and credential providers (issue 10)
@@ -468,8 +471,9 @@ void describe('agent options: garbage collection and node status images', () => 
 
 void describe('agent options: not implemented yet', () => {
   void it('refuses later options when given, under the spelling used', () => {
-    refused(['--kube-reserved-cgroup=/k'], '--kube-reserved-cgroup: not implemented yet');
-    refused(['--orch-reserved-cgroup=/k'], '--orch-reserved-cgroup: not implemented yet');
+    // both spellings of a renamed option reach the same field (once refused under the spelling used)
+    assert.equal(parseAgentOptions(['--kube-reserved-cgroup=/k']).orchReservedCgroup, '/k');
+    assert.equal(parseAgentOptions(['--orch-reserved-cgroup=/k']).orchReservedCgroup, '/k');
     refused(['--cpu-manager-policy=static'], '--cpu-manager-policy: not implemented yet');
   });
 
