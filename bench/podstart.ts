@@ -26,15 +26,31 @@ import { Client, startServerProcess, type BenchServer } from './api.js';
 
 type Json = Record<string, any>;
 
-/** The server's count of pod status PATCHes (apiserver_request_total). */
-async function statusPatches(client: Client): Promise<number> {
+/** The server's requests so far (apiserver_request_total) by `VERB resource[/subresource]`. */
+async function requestCounts(client: Client): Promise<Map<string, number>> {
   const text = await client.expect(200, 'GET', '/metrics');
-  let n = 0;
+  const out = new Map<string, number>();
   for (const line of text.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
-    if (line.includes('resource="pods"') && line.includes('subresource="status"') && line.includes('verb="PATCH"')) n += Number(line.slice(line.lastIndexOf(' ') + 1));
+    const label = (name: string): string => new RegExp(`${name}="([^"]*)"`).exec(line)?.[1] ?? '';
+    const sub = label('subresource');
+    const key = `${label('verb')} ${label('resource')}${sub ? `/${sub}` : ''}`;
+    out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
   }
-  return n;
+  return out;
+}
+
+/** The count of pod status PATCHes in a requestCounts answer. */
+const statusPatchesOf = (counts: Map<string, number>): number => counts.get('PATCH pods/status') ?? 0;
+
+/** What the server was asked between two requestCounts answers, per pod, largest first: 'POST pods 1.00, ...'. */
+function requestsPerPod(before: Map<string, number>, after: Map<string, number>, pods: number): string {
+  return [...after]
+    .map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / pods] as const)
+    .filter(([, v]) => v > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+    .join(', ');
 }
 
 /** Watches the pods of a namespace over HTTPS; calls onRunning(name, time) when a pod is first seen Running. */
@@ -137,7 +153,7 @@ async function runOnce(server: BenchServer, client: Client, dir: string, label: 
       if (running.size === n) allRunning();
     });
     await w.ready;
-    const postsBefore = await statusPatches(client);
+    const countsBefore = await requestCounts(client);
     const cpu = (pid: number | undefined): number => {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -167,13 +183,14 @@ async function runOnce(server: BenchServer, client: Client, dir: string, label: 
     };
     // let trailing status posts land before counting
     await new Promise((r) => setTimeout(r, 2000));
-    const posts = (await statusPatches(client)) - postsBefore;
+    const countsAfter = await requestCounts(client);
+    const posts = statusPatchesOf(countsAfter) - statusPatchesOf(countsBefore);
     if (process.env.BENCH_AGENT_LOG) await writeFile(`${process.env.BENCH_AGENT_LOG}.${node}.json`, JSON.stringify({ sent: [...sentWall], running: [...runningWall] }));
     w.stop();
     const lat = names.map((nm) => running.get(nm)! - sent.get(nm)!).sort((a, b) => a - b);
     const t0 = Math.min(...sent.values());
     if (process.env.BENCH_PODSTART_DEBUG) {
-      console.log(`  (${label}: creates answered after ${(createdAt - t0).toFixed(0)} ms, first Running ${(Math.min(...running.values()) - t0).toFixed(0)} ms, last ${(Math.max(...running.values()) - t0).toFixed(0)} ms; CPU agent ${cpu(agent.child.pid) - agentCpu0} ms, server ${((server.cpuUs() ?? 0) / 1000 - serverCpu0).toFixed(0)} ms)`);
+      console.log(`  (${label}: creates answered after ${(createdAt - t0).toFixed(0)} ms, first Running ${(Math.min(...running.values()) - t0).toFixed(0)} ms, last ${(Math.max(...running.values()) - t0).toFixed(0)} ms; CPU agent ${cpu(agent.child.pid) - agentCpu0} ms, server ${((server.cpuUs() ?? 0) / 1000 - serverCpu0).toFixed(0)} ms; requests per pod (all clients, until 2 s after the last Running): ${requestsPerPod(countsBefore, countsAfter, n)})`);
     }
     return { label, p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat[lat.length - 1]!, posts, pods: n, cpuPerPod };
   } finally {
