@@ -101,14 +101,14 @@ void describe('status posting', () => {
       statusManager.setPodStatus(a, status('Pending')); // takes the one token
       await waitFor('the first post', () => (s.patches.length >= 1 ? true : undefined));
       statusManager.setPodStatus(a, status('Running'));
-      statusManager.setPodStatus(a, status('Running', { podIP: '10.0.0.1' } as Partial<PodStatus>));
-      statusManager.setPodStatus(a, status('Running', { podIP: '10.0.0.2' } as Partial<PodStatus>));
+      statusManager.setPodStatus(a, status('Running', { podIP: '10.0.0.1' }));
+      statusManager.setPodStatus(a, status('Running', { podIP: '10.0.0.2' }));
       assert.equal(client.limiter.waiting, 1, 'one post waits for a token, not one per change');
       now = 1000;
       await waitFor('the second post', () => (s.patches.length >= 2 ? true : undefined));
       await new Promise((r) => setTimeout(r, 250));
       assert.deepEqual(
-        s.patches.map((x) => `${String((x.body.status as Json).phase)} ${String((x.body.status as Json).podIP ?? '')}`),
+        s.patches.map((x) => { const st = x.body.status as { phase?: string; podIP?: string }; return `${st.phase ?? ''} ${st.podIP ?? ''}`; }),
         ['Pending ', 'Running 10.0.0.2'],
       );
     } finally {
