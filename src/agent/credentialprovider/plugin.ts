@@ -91,14 +91,14 @@ export function decodeResponse(text: string, apiVersion: string): PluginResponse
   // The decoding error is not detailed: the answer may hold credentials.
   const undecodable = new Error('error decoding credential provider plugin response from stdout');
   if (obj.kind !== 'CredentialProviderResponse' || Object.keys(obj).some((k) => !RESPONSE_FIELDS.has(k))) throw undecodable;
-  const text = (v: unknown): string => (typeof v === 'string' ? v : '');
-  const res: PluginResponse = { cacheKeyType: text(obj.cacheKeyType) as CacheKeyType, auth: {} };
+  const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+  const res: PluginResponse = { cacheKeyType: str(obj.cacheKeyType) as CacheKeyType, auth: {} };
   try {
-    if (obj.cacheDuration !== undefined && obj.cacheDuration !== null) res.cacheDuration = parseDuration(text(obj.cacheDuration));
+    if (obj.cacheDuration !== undefined && obj.cacheDuration !== null) res.cacheDuration = parseDuration(str(obj.cacheDuration));
     for (const [k, v] of Object.entries((obj.auth ?? {}) as Record<string, unknown>)) {
       const a = (v ?? {}) as Record<string, unknown>;
       if (Object.keys(a).some((f) => f !== 'username' && f !== 'password')) throw undecodable;
-      res.auth[k] = { username: text(a.username), password: text(a.password) };
+      res.auth[k] = { username: str(a.username), password: str(a.password) };
     }
   } catch {
     throw undecodable;
