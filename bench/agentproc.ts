@@ -45,6 +45,8 @@ export async function startBenchAgent(server: BenchServer, dir: string, node: st
   const args = [
     ...(process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter(Boolean),
     join(REPO, 'bin', 'orchlet'),
+    // no iptables utility chains in the host's own tables (kubelet's default is on)
+    '--make-iptables-util-chains=false',
     `--orchconfig=${kubeconfig}`,
     `--root-dir=${join(dir, 'root')}`,
     `--cert-dir=${join(dir, 'pki')}`,

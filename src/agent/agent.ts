@@ -19,6 +19,7 @@ import { ContainerGC, DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, ImageGC, nodeImage
 import type { SysctlAllowlist } from './sysctl.js';
 import { admitUnderPressure, dirUsage, EvictionManager, observe, type PodUsage, type Threshold } from './eviction.js';
 import { ContainerLogManager } from './logrotate.js';
+import { NodeNetwork, type NodeNetworkConfig } from './network/node-network.js';
 import { CgroupFs } from './cgroups/fs.js';
 import type { NodeCgroups } from './cgroups/manager.js';
 import { MemcgNotifier } from './cgroups/memcg.js';
@@ -127,6 +128,8 @@ export interface AgentConfig {
    * /stats/summary (kubelet: 1 min); 0 or unset: no volume stats.
    */
   volumeStatsAggPeriodMs?: number;
+  /** Host networking: the iptables utility chains and the pod CIDR given to the runtime (network/node-network.ts); none when unset. */
+  network?: NodeNetworkConfig;
   /** --master-service-namespace (API-server mode): whose `kubernetes` Service every pod's service links include; default "default". */
   masterServiceNamespace?: string;
   /** Registry logins of the credential provider plugins (credentialprovider/plugin.ts); none when unset. */
@@ -176,6 +179,7 @@ export class Agent implements ServerHost {
   private stopped = false;
   private readonly startedAt = new Date();
   private certRotation: CertificateRotation | undefined;
+  private network: NodeNetwork | undefined;
   private memcg: MemcgNotifier | undefined;
 
   get nodeName(): string {
@@ -303,6 +307,15 @@ export class Agent implements ServerHost {
     // A CRI runtime's first relist (the PLEG) before the node's first state
     await (this.runtime as Runtime & { relistNow?: () => Promise<void> }).relistNow?.();
     await this.runtimeState.start();
+    if (this.config.network) {
+      const api = this.api;
+      this.network = new NodeNetwork(this.config.network, {
+        runtime: this.runtime,
+        ...(api ? { nodeSpec: () => api.node?.current?.spec as Json | undefined } : {}),
+        log: (l, m) => this.log(l, m),
+      });
+      await this.network.start();
+    }
     // kubelet's container manager: the pods' cgroups and node allocatable before any pod runs
     await this.config.cgroups?.start(() => this.activePods().filter((p) => !isTerminal(this.statusManager.getPodStatus(p.metadata.uid)?.phase ?? 'Pending')));
     this.startGarbageCollection();
@@ -599,6 +612,7 @@ export class Agent implements ServerHost {
     this.fileSource?.stop();
     this.urlSource?.stop();
     this.certRotation?.stop();
+    this.network?.stop();
     this.api?.stop();
     this.services?.stop();
     clearInterval(this.resyncTimer);

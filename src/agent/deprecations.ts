@@ -14,6 +14,10 @@
  * - --experimental-check-node-capabilities-before-mount: accepted; no volume type of ours needs node
  *   components (mount helpers) to be checked.
  * - --really-crash-for-testing: accepted; an uncaught error already ends the Node.js process.
+ * - --non-masquerade-cidr: accepted. In kubelet 1.23 only the dockershim read it, for its kubenet network plugin
+ *   (masquerade traffic from pods to addresses outside the range); no runtime of ours has that plugin (the
+ *   built-in runtime uses the host's network, a CRI runtime configures its own), so it has no effect, which the
+ *   agent logs at start (network/dockershim-options.ts).
  * - --master-service-namespace: its effect unchanged (the `kubernetes` Service of that namespace in every
  *   pod's service links, servicelinks.ts).
  */
@@ -37,6 +41,7 @@ export const DEPRECATED_FLAGS: ReadonlyMap<string, string> = new Map([
   ['experimental-check-node-capabilities-before-mount', 'will be removed in a future version.'],
   ['experimental-kernel-memcg-notification', 'Use kernelMemcgNotification configuration, this flag will be removed in 1.23.'],
   ['really-crash-for-testing', 'will be removed in a future version.'],
+  ['non-masquerade-cidr', 'will be removed in a future version'],
   ['master-service-namespace', 'This flag will be removed in a future version.'],
 ]);
 

@@ -78,6 +78,15 @@ function checkNodeIP(text: string): string | undefined {
   return undefined;
 }
 
+/** --pod-cidr: empty, a CIDR, or an IPv4 and an IPv6 CIDR separated by a comma (dual stack). */
+function checkPodCIDR(text: string): string | undefined {
+  if (text === '') return undefined;
+  const list = text.split(',').map((s) => s.trim());
+  if (list.length > 2 || list.some((c) => !isCIDR(c))) return 'must be a CIDR such as 10.244.1.0/24, or an IPv4 and an IPv6 CIDR separated by a comma';
+  if (list.length === 2 && list[0]!.includes(':') === list[1]!.includes(':')) return 'two CIDRs must be dual-stack: one IPv4 and one IPv6';
+  return undefined;
+}
+
 function checkIPList(list: string[]): string | undefined {
   for (const a of list) if (isIP(a) === 0) return `"${a}" is not an IPv4 or IPv6 address`;
   return undefined;
@@ -376,6 +385,7 @@ export const AGENT_FLAGS = [
       validate: nonNegative,
     }),
     flag('hairpin-mode', 'enum', 'promiscuous-bridge', 'promiscuous-bridge, hairpin-veth, none.', {
+      status: S,
       values: ['promiscuous-bridge', 'hairpin-veth', 'none'],
       configField: 'hairpinMode',
     }),
@@ -429,10 +439,12 @@ export const AGENT_FLAGS = [
       { status: S },
     ),
     flag('iptables-drop-bit', 'int32', '15', 'fwmark bit for dropped packets; range [0,31].', {
+      status: S,
       configField: 'iptablesDropBit',
       validate: inRange(0, 31),
     }),
     flag('iptables-masquerade-bit', 'int32', '14', 'fwmark bit for SNAT; range [0,31]; match the proxy component.', {
+      status: S,
       configField: 'iptablesMasqueradeBit',
       validate: inRange(0, 31),
     }),
@@ -498,6 +510,7 @@ export const AGENT_FLAGS = [
     }),
     flag('logtostderr', 'bool', 'true', 'Log to standard error instead of files (deprecated).', { status: S }),
     flag('make-iptables-util-chains', 'bool', 'true', 'Ensure iptables utility rules exist on the host.', {
+      status: S,
       configField: 'makeIPTablesUtilChains',
     }),
     flag('manifest-url', 'string', undefined, 'URL of additional pod specifications.', {
@@ -583,7 +596,7 @@ export const AGENT_FLAGS = [
       'string',
       '10.0.0.0/8',
       'Traffic to IPs outside the range is masqueraded; 0.0.0.0/0 never masquerades (deprecated).',
-      { validate: (v) => (isCIDR(v) ? undefined : 'must be a CIDR such as 10.0.0.0/8') },
+      { status: S, validate: (v) => (isCIDR(v) ? undefined : 'must be a CIDR such as 10.0.0.0/8') },
     ),
     flag('one-output', 'bool', 'false', 'Write logs only at their native severity (deprecated).', { status: S }),
     flag('oom-score-adj', 'int32', '-999', 'oom-score-adj of the agent process; range [-1000,1000].', {
@@ -596,7 +609,7 @@ export const AGENT_FLAGS = [
       'string',
       undefined,
       'Pod IP CIDR, standalone mode only (in cluster mode taken from the master); for IPv6 at most 65536 addresses.',
-      { configField: 'podCIDR' },
+      { status: S, configField: 'podCIDR', validate: checkPodCIDR },
     ),
     flag(
       'pod-infra-container-image',

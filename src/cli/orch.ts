@@ -161,6 +161,8 @@ export async function main(argv: string[]): Promise<void> {
         `--port=${o.orchletPort || 10250}`,
         '--read-only-port=0',
         '--healthz-port=0',
+        // a one-host sandbox on 127.0.0.1: the host's firewall is left alone (kubelet's default makes its chains)
+        '--make-iptables-util-chains=false',
       ]);
       const log = (level: 'info' | 'error', message: string): void => {
         if (level === 'error') process.stderr.write(`orchlet: E ${message}\n`);

@@ -13,6 +13,8 @@ import { agentLogger, checkLoggingOptions } from '../agent/logging.js';
 import { applyOomScoreAdj, setupKernelTunables, sysctlAllowlist } from '../agent/sysctl.js';
 import type { Logger as AgentLogger } from '../util/log.js';
 import { allocatableEvictionHard, checkDeprecatedOptions, deprecationWarnings } from '../agent/deprecations.js';
+import { checkIptablesBits } from '../agent/network/iptables-util.js';
+import { networkOptionNotes } from '../agent/network/dockershim-options.js';
 import { runOnce } from '../agent/runonce.js';
 import { nodeCgroupsFromOptions } from '../agent/cgroups/options.js';
 import { checkCgroupOptions } from '../agent/cgroups/manager.js';
@@ -52,6 +54,8 @@ function checkImplemented(o: AgentOptions): void {
   }
   const cgroups = checkCgroupOptions(o);
   if (cgroups !== undefined) throw new Error(cgroups);
+  const bits = checkIptablesBits(o.makeIptablesUtilChains, o.iptablesMasqueradeBit, o.iptablesDropBit);
+  if (bits !== undefined) throw new Error(bits);
   if (o.authorizationMode === 'Webhook' && (o.orchconfig ?? '') === '') throw new Error('--authorization-mode=Webhook needs API-server mode (--orchconfig)');
   if (o.authenticationTokenWebhook && (o.orchconfig ?? '') === '') throw new Error('--authentication-token-webhook needs API-server mode (--orchconfig)');
 }
@@ -62,7 +66,7 @@ export type Logger = (level: 'info' | 'error', message: string) => void;
  * The container runtime of --container-runtime: the built-in process runtime, or (remote) the CRI
  * runtime at --container-runtime-endpoint, which must answer now.
  */
-async function runtimeFromOptions(options: AgentOptions): Promise<Runtime> {
+async function runtimeFromOptions(options: AgentOptions, log: Logger): Promise<Runtime> {
   if (options.containerRuntime !== 'remote') return new ProcessRuntime({ allowPrivileged: false });
   const endpoint = options.containerRuntimeEndpoint;
   try {
@@ -71,6 +75,7 @@ async function runtimeFromOptions(options: AgentOptions): Promise<Runtime> {
       ...(options.imageServiceEndpoint ? { imageEndpoint: options.imageServiceEndpoint } : {}),
       requestTimeoutMs: options.runtimeRequestTimeout,
       pinnedImages: [options.podInfraContainerImage],
+      hairpin: { mode: networkOptionNotes(options).hairpinMode, log: (m) => log('error', m) },
     });
   } catch (err) {
     throw new Error(`--container-runtime-endpoint=${endpoint}: cannot reach the container runtime: ${err instanceof Error ? err.message : String(err)}`, {
@@ -132,7 +137,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     .map((s) => s.trim())
     .filter((s) => s !== '');
   if (nodeIPs.length === 0) nodeIPs.push(defaultNodeIP());
-  const runtime = await runtimeFromOptions(options);
+  const runtime = await runtimeFromOptions(options, log);
   const config: AgentConfig = {
     nodeName,
     rootDir: options.rootDir,
@@ -168,9 +173,18 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     keepTerminatedPodVolumes: options.keepTerminatedPodVolumes,
     mounterPath: options.experimentalMounterPath,
     volumeStatsAggPeriodMs: options.volumeStatsAggPeriod,
+    // kubelet's initNetworkUtil (Linux) and updatePodCIDR
+    network: {
+      ...(options.makeIptablesUtilChains && process.platform === 'linux'
+        ? { iptablesUtil: { masqueradeBit: options.iptablesMasqueradeBit, dropBit: options.iptablesDropBit } }
+        : {}),
+      podCIDR: options.podCidr ?? '',
+      nodeSpecPeriodMs: options.nodeStatusUpdateFrequency,
+    },
     masterServiceNamespace: options.masterServiceNamespace,
     credentials: credentialProviders(options, log),
   };
+  for (const line of networkOptionNotes(options).lines) log('info', line);
   if (options.runonce) config.stopPodsOnExit = !runtime.detach;
   Object.assign(config, nodeCgroupsFromOptions(options, runtime, log));
   if (runtime.runsImages) {

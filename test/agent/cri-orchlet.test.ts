@@ -109,6 +109,7 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
       process.execPath,
       [
         ORCHLET,
+        '--make-iptables-util-chains=false',
         '--container-runtime=remote',
         `--container-runtime-endpoint=${h.endpoint}`,
         `--cgroup-root=${h.cgroupRoot}`,
@@ -227,7 +228,7 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
 
   void it('refuses --container-runtime-endpoint without --container-runtime=remote, and an endpoint nothing answers on', async () => {
     const run = async (args: string[]): Promise<{ code: number | null; stderr: string }> => {
-      const child = spawn(process.execPath, [ORCHLET, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
       const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));

@@ -74,7 +74,7 @@ void describe('seccomp profiles', () => {
   });
 
   void it('--seccomp-default requires the SeccompDefault gate', () => {
-    const r = spawnSync(process.execPath, [ORCHLET, '--seccomp-default'], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', '--seccomp-default'], { encoding: 'utf8' });
     assert.equal(r.status, 1);
     assert.match(r.stderr, /invalid configuration: seccompDefault true requires feature gate SeccompDefault/);
   });
@@ -96,6 +96,7 @@ void describe('seccomp profiles', () => {
       process.execPath,
       [
         ORCHLET,
+        '--make-iptables-util-chains=false',
         '--container-runtime=remote',
         `--container-runtime-endpoint=${h.endpoint}`,
         `--cgroup-root=${h.cgroupRoot}`,

@@ -174,7 +174,7 @@ void describe('agent logging options', () => {
 
   const run = (args: string[], untilFile?: string) =>
     new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [ORCHLET, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       child.on('exit', (code) => resolve({ code, stderr }));

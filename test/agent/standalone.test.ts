@@ -50,7 +50,7 @@ void describe('orchlet standalone (bin/orchlet)', () => {
     await writeFile(join(manifests, 'web.yaml'), JSON.stringify(pod('web', 'app')));
     const port = await freePort();
     const serverArgs = ['--port', String(port), '--read-only-port', '0', '--healthz-port', '0', '--cert-dir', join(dir, 'pki'), '--address', '127.0.0.1'];
-    const child = spawn(process.execPath, [ORCHLET, '--pod-manifest-path', manifests, '--root-dir', root, '--file-check-frequency', '1s', '--hostname-override', 'e2e-node', ...serverArgs], {
+    const child = spawn(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', '--pod-manifest-path', manifests, '--root-dir', root, '--file-check-frequency', '1s', '--hostname-override', 'e2e-node', ...serverArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -99,7 +99,7 @@ void describe('orchlet standalone (bin/orchlet)', () => {
 
   void it('refuses webhook authorization without a server to ask, and a kubeconfig it cannot read', async () => {
     const run = async (args: string[]): Promise<{ code: number | null; stderr: string }> => {
-      const child = spawn(process.execPath, [ORCHLET, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
       const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));

@@ -71,7 +71,7 @@ void describe('kernel tunables and oom_score_adj', () => {
     const dir = tempDir();
     const capSysResource = (BigInt(`0x${/CapEff:\s*([0-9a-f]+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]!}`) >> 24n) & 1n;
     const args = [`--root-dir=${join(dir, 'root')}`, `--pod-manifest-path=${join(dir, 'm')}`, '--enable-server=false', '--fail-swap-on=false', '--log-flush-frequency=100ms'];
-    const child = spawn(process.execPath, [ORCHLET, ...args, '--oom-score-adj=500'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', ...args, '--oom-score-adj=500'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     try {
@@ -80,12 +80,12 @@ void describe('kernel tunables and oom_score_adj', () => {
     } finally {
       child.kill('SIGTERM');
     }
-    const lowered = spawnSync(process.execPath, [ORCHLET, ...args, '--runonce'], { encoding: 'utf8' });
+    const lowered = spawnSync(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', ...args, '--runonce'], { encoding: 'utf8' });
     if (capSysResource === 0n) assert.match(lowered.stderr, /"Failed to ApplyOOMScoreAdj" err=".*-999.*CAP_SYS_RESOURCE/);
     else assert.doesNotMatch(lowered.stderr, /Failed to ApplyOOMScoreAdj/);
 
     const host = setupKernelTunables('protect');
-    const protectedRun = spawnSync(process.execPath, [ORCHLET, ...args, '--runonce', '--protect-kernel-defaults'], { encoding: 'utf8' });
+    const protectedRun = spawnSync(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', ...args, '--runonce', '--protect-kernel-defaults'], { encoding: 'utf8' });
     if (host.errors.length > 0) {
       assert.equal(protectedRun.status, 1);
       assert.match(protectedRun.stderr, /orchlet: Failed to start ContainerManager: \[invalid kernel flag: /);

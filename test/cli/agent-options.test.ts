@@ -121,6 +121,8 @@ const SUPPORTED = [
   // node allocatable, QoS and process cgroups, memcg notification (src/agent/cgroups)
   'enforce-node-allocatable', 'system-reserved-cgroup', 'orch-reserved-cgroup', 'orchlet-cgroups', 'runtime-cgroups',
   'system-cgroups', 'pod-max-pids', 'qos-reserved', 'kernel-memcg-notification', 'experimental-kernel-memcg-notification',
+  // host networking (src/agent/network)
+  'make-iptables-util-chains', 'iptables-masquerade-bit', 'iptables-drop-bit', 'hairpin-mode', 'non-masquerade-cidr', 'pod-cidr',
   // kernel settings (src/agent/sysctl.ts)
   'allowed-unsafe-sysctls', 'oom-score-adj', 'protect-kernel-defaults', 'seccomp-default', 'cgroup-driver',
   // service links, attach/detach and credential providers (issue 10)

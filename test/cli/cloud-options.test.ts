@@ -99,7 +99,7 @@ void describe('cloud options', () => {
     try {
       const manifests = join(f.dir, 'manifests');
       await mkdir(manifests);
-      const base = ['--pod-manifest-path', manifests, '--root-dir', join(f.dir, 'root'), '--read-only-port', '0', '--healthz-port', '0', '--cert-dir', join(f.dir, 'pki'), '--address', '127.0.0.1'];
+      const base = ['--make-iptables-util-chains=false', '--pod-manifest-path', manifests, '--root-dir', join(f.dir, 'root'), '--read-only-port', '0', '--healthz-port', '0', '--cert-dir', join(f.dir, 'pki'), '--address', '127.0.0.1'];
       const serving = /running standalone as node .* serving on port/;
       const started = await run(
         ORCHLET,

@@ -125,6 +125,7 @@ void describe('orchlet TLS bootstrapping, certificate rotation and webhook auth 
       process.execPath,
       [
         ORCHLET,
+        '--make-iptables-util-chains=false',
         `--bootstrap-orchconfig=${join(dir, 'bootstrap.conf')}`,
         `--orchconfig=${join(dir, 'orchlet.conf')}`,
         `--cert-dir=${join(dir, 'pki')}`,

@@ -70,6 +70,7 @@ void describe('kubectl exec, attach and port-forward on containerd', { skip: mis
       process.execPath,
       [
         ORCHLET,
+        '--make-iptables-util-chains=false',
         `--orchconfig=${c.kubeconfig}`,
         '--container-runtime=remote',
         `--container-runtime-endpoint=${h.endpoint}`,

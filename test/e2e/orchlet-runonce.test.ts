@@ -20,7 +20,7 @@ interface Run {
 }
 
 function run(args: string[]): Run {
-  const child = spawn(process.execPath, [ORCHLET, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));

@@ -417,6 +417,8 @@ function removeRunState(socket: string, ids: Iterable<string>): void {
 export interface StartOptions {
   /** Called with containerd's output lines (default: kept for log() only). */
   onLog?: (line: string) => void;
+  /** The bridge plugin's hairpinMode in the conflist (default true). */
+  hairpinMode?: boolean;
   /**
    * Registry mirrors of the CRI plugin (registry.mirrors.<host>.endpoint): host (with port) -> endpoint
    * URLs, e.g. a test registry on loopback over plain HTTP: { '127.0.0.1:5000': ['http://127.0.0.1:5000'] }.
@@ -515,7 +517,7 @@ export async function startContainerd(options: StartOptions = {}): Promise<Conta
               bridge,
               isGateway: true,
               ipMasq: false,
-              hairpinMode: true,
+              hairpinMode: options.hairpinMode ?? true,
               ipam: { type: 'host-local', ranges: [[{ subnet, gateway }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: join(dir, 'cni-ipam') },
             },
             // hostPort: DNAT from the host's addresses (and, with snat, from 127.0.0.1) to the pod

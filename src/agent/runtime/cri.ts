@@ -18,6 +18,7 @@
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { CriClient, CriError, type CriClientOptions } from './cri/client.js';
+import { hairpinSandbox } from '../network/hairpin.js';
 import type * as cri from './cri/types.js';
 import type { AuthConfig } from '../credentialprovider/keyring.js';
 import {
@@ -49,6 +50,8 @@ export interface CriRuntimeOptions extends CriClientOptions {
   /** Images reported as pinned (--pod-infra-container-image): image garbage collection keeps them. */
   pinnedImages?: string[];
   /** How long without a successful relist until the relist (kubelet's PLEG) is unhealthy, in ms (default 3 minutes). */
+  /** --hairpin-mode in force (network/dockershim-options.ts): hairpin-veth sets hairpin on each pod sandbox's bridge port. */
+  hairpin?: { mode: 'hairpin-veth' | 'none' | 'promiscuous-bridge'; log?: (message: string) => void; sysfs?: string };
   plegThresholdMs?: number;
 }
 
@@ -189,6 +192,11 @@ export class CriRuntime implements Runtime {
     const criConfig = this.criSandboxConfig(config);
     const id = await criCall(this.client.runPodSandbox(criConfig));
     if (criConfig.linux?.cgroupParent) this.cgroupParents.set(id, criConfig.linux.cgroupParent);
+    const hp = this.options.hairpin;
+    if (hp?.mode === 'hairpin-veth' && !config.linux?.hostNetwork) {
+      const r = await hairpinSandbox(this.client, id, hp.sysfs);
+      for (const e of r.errors) hp.log?.(`hairpin mode of pod sandbox ${id}: ${e}`);
+    }
     return id;
   }
 
@@ -437,6 +445,11 @@ export class CriRuntime implements Runtime {
 
   async getPortForwardURL(podSandboxId: string, ports: number[]): Promise<string> {
     return criCall(this.client.portForward(podSandboxId, ports));
+  }
+
+  /** UpdateRuntimeConfig with the pod CIDR (network_config.pod_cidr), as kubelet's UpdatePodCIDR. */
+  async updatePodCIDR(cidr: string): Promise<void> {
+    await criCall(this.client.updateRuntimeConfig(cidr));
   }
 
   async reopenContainerLog(id: string): Promise<void> {

@@ -292,6 +292,8 @@ export interface Runtime {
 
   /** Closes and reopens a running container's log file at its path (CRI ReopenContainerLog, for log rotation). */
   reopenContainerLog?(id: string): Promise<void>;
+  /** Gives the runtime the node's pod CIDR (CRI UpdateRuntimeConfig); runtimes without a pod network leave it unset. */
+  updatePodCIDR?(cidr: string): Promise<void>;
   /** Resource usage of a running container, where the runtime can tell. */
   containerStats?(id: string): Promise<ContainerStats | undefined>;
   /**

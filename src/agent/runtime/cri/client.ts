@@ -202,6 +202,11 @@ export class CriClient {
     return this.runtime.call('Status', { verbose }, this.timeoutMs);
   }
 
+  /** UpdateRuntimeConfig with the node's pod CIDR (kubelet's UpdatePodCIDR). */
+  async updateRuntimeConfig(podCidr: string): Promise<void> {
+    await this.runtime.call('UpdateRuntimeConfig', { runtimeConfig: { networkConfig: { podCidr } } }, this.timeoutMs);
+  }
+
   async runPodSandbox(config: cri.PodSandboxConfig, runtimeHandler = ''): Promise<string> {
     const r = await this.runtime.call<{ podSandboxId: string }>('RunPodSandbox', { config, runtimeHandler }, this.timeoutMs);
     return r.podSandboxId;
