@@ -29,8 +29,8 @@ import { encodeWithResourceVersion } from './rawjson.js';
 import { decodeStored, encodeStored, isStoredJSON, type StorageEncoding } from './storagecodec.js';
 import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
 import type { WatchCache } from './cacher/watchcache.js';
-import { CacheWatch } from './cacher/cachewatch.js';
-import { cacheFresh, cacheServesGet, cacheServesList, cacheServesWatch, getFromCache, listConsistentFromCache, listFromCache } from './cacher/reads.js';
+import { CacheWatch, consistentCacheWatch } from './cacher/cachewatch.js';
+import { cacheFresh, cacheServesGet, cacheServesList, cacheServesWatch, getConsistentFromCache, getFromCache, listConsistentFromCache, listFromCache } from './cacher/reads.js';
 
 /** What the caller knows about the request: who, where, and how. */
 export interface RequestScope {
@@ -201,8 +201,12 @@ export class ResourceStore {
     return encodeStored({ ...obj, metadata: rest }, this.deps.storageEncoding ?? 'json');
   }
 
-  decode(kv: KeyValue, revision = kv.modRevision): KObject {
-    const parsed = decodeStored(kv.value);
+  /**
+   * The object a stored value holds, with its resourceVersion. `decoded` is that value already decoded (by the
+   * watch cache, which decodes each written value once): it is taken over, not copied.
+   */
+  decode(kv: KeyValue, revision = kv.modRevision, decoded?: KObject): KObject {
+    const parsed = decoded ?? decodeStored(kv.value);
     const obj = this.decl.storedAs ? this.decl.storedAs.fromStored(parsed) : parsed;
     // Stored objects carry no resourceVersion (encode drops it), so it lands last in metadata, as before.
     const meta = obj.metadata;
@@ -451,6 +455,11 @@ export class ResourceStore {
       return kv;
     }
     if (rv > 0) await this.waitForRevision(rv);
+    else if (resourceVersion === undefined || resourceVersion === '') {
+      const cached = await getConsistentFromCache(cache, this.key(scope.namespace, name), this.deps.kv.backend === 'sqlite');
+      if (cached === null) throw apiErrors.notFound(this.gr, name);
+      if (cached) return cached;
+    }
     try {
       const { kv } = await this.deps.kv.get(this.key(scope.namespace, name));
       if (!kv) throw apiErrors.notFound(this.gr, name);
@@ -590,6 +599,15 @@ export class ResourceStore {
       if (errs.length > 0) throw apiErrors.invalid('meta.k8s.io', 'ListOptions', '', errs);
       this.checkFieldSelector(opts.fieldSelector);
       return new CacheWatch(cache, this, scope, opts, bookmarkIntervalMs, progress);
+    }
+    if (cache && (opts.resourceVersion ?? '') === '' && opts.sendInitialEvents === undefined) {
+      // Validated now, as openWatch does; served from memory when the cache shows it is consistent.
+      const errs = validateWatchOptions(opts);
+      if (errs.length > 0) throw apiErrors.invalid('meta.k8s.io', 'ListOptions', '', errs);
+      this.checkFieldSelector(opts.fieldSelector);
+      const fromStorage = (resourceVersion?: string) =>
+        openWatch(this, this.deps.kv, scope, resourceVersion === undefined ? opts : { ...opts, resourceVersion }, bookmarkIntervalMs, progress);
+      return consistentCacheWatch(cache, this, scope, opts, bookmarkIntervalMs, progress, fromStorage);
     }
     return openWatch(this, this.deps.kv, scope, opts, bookmarkIntervalMs, progress);
   }

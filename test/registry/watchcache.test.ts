@@ -6,6 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { openSqlite } from '../../src/storage/sqlite.js';
+import { configMapKind } from '../../src/registry/kinds/configmap.js';
 import { errors } from '../../src/storage/errors.js';
 import type { KV, Watch, WatchEvent as StorageEvent } from '../../src/storage/interface.js';
 import { ResourceStore, type WatchEvent } from '../../src/registry/store.js';
@@ -37,6 +38,7 @@ const gadgetKind: KindDecl = {
 class CountingKV {
   lists = 0;
   watches = 0;
+  gets = 0;
   private readonly live = new Set<{ fail: (err: Error) => void }>();
   constructor(readonly kv: KV) {}
   list(...args: Parameters<KV['list']>): ReturnType<KV['list']> {
@@ -74,6 +76,12 @@ class CountingKV {
       get: (target, p, receiver) => {
         if (p === 'list') return this.list.bind(this);
         if (p === 'watch') return this.watch.bind(this);
+        if (p === 'get') {
+          return (...args: Parameters<KV['get']>) => {
+            this.gets++;
+            return this.kv.get(...args);
+          };
+        }
         const v: unknown = Reflect.get(target, p, receiver);
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },
@@ -281,6 +289,38 @@ describe('watch cache', () => {
     assert.ok(Number(list.metadata!.resourceVersion) > 0);
   });
 
+  it('answers gets and watches without resourceVersion from memory once it reached storage\'s revision; such a watch carries on from storage when the cache lists again', async () => {
+    const getsBefore = kv.gets;
+    const watchesBefore = kv.watches;
+    const written = await store.create(scope, gadget('consistent'));
+    // Read-your-writes, whether the cache has seen the write yet (storage then answers) or not.
+    assert.equal(rvOf(await store.get(scope, 'consistent')), rvOf(written));
+    await eventually('the cache to reach the write', () => cache.currentRevision() >= Number(rvOf(written)));
+    const gets = kv.gets;
+    assert.equal(rvOf(await store.get(scope, 'consistent')), rvOf(written));
+    assert.equal(await statusCode(store.get(scope, 'absent')), 404);
+    assert.equal(kv.gets, gets, 'answered from memory');
+    assert.ok(kv.gets - getsBefore <= 1);
+
+    const w = store.watch(scope, {})[Symbol.asyncIterator]();
+    const initial = await take(w, 1);
+    assert.equal(initial[0]!.type, 'ADDED');
+    assert.equal(kv.watches, watchesBefore, 'no storage watch');
+    const current = ((await store.list(scope, {})).items as unknown[]).length;
+    const rest = await take(w, current - 1);
+    assert.ok(names([...initial, ...rest]).includes('ADDED consistent'), 'initial events: the current state');
+    await store.create(scope, gadget('live1'));
+    assert.deepEqual(names(await take(w, 1)), ['ADDED live1']);
+    // The cache lists again and ends its watchers: this watch goes on from storage, without a gap or a repeat.
+    kv.breakWatches();
+    await store.create(scope, gadget('live2'));
+    await store.delete(scope, 'live1');
+    assert.deepEqual(names(await take(w, 2)), ['ADDED live2', 'DELETED live1']);
+    assert.ok(kv.watches > watchesBefore);
+    await w.return!();
+    await eventually('the cache to list again', () => cache.ready);
+  });
+
   it('sizes: --watch-cache-sizes per resource, the default, Events off by default, and --watch-cache=false', () => {
     const size = watchCacheSizes({ enabled: true, defaultSize: 100, sizes: ['pods#1000', 'deployments.apps#0', 'events#50'] });
     assert.equal(size('', 'pods'), 1000);
@@ -292,3 +332,39 @@ describe('watch cache', () => {
     assert.equal(watchCacheSizes({ enabled: true, defaultSize: 0, sizes: [] })('', 'namespaces'), 0);
   });
 });
+
+describe('watch cache over protobuf storage', () => {
+  it('decodes each written value once: watchers get the object the cache decoded, as a read decodes it', async () => {
+    const kv = await openSqlite({ path: ':memory:' });
+    const cache = new WatchCache(kv, { prefix: '/registry/configmaps/', capacity: 10, resource: 'configmaps' });
+    const store = new ResourceStore(configMapKind, { kv, prefix: '/registry', featureGates: {}, watchCache: cache, storageEncoding: 'protobuf' });
+    try {
+      await cache.start();
+      const scope = { namespace: 'ns1' };
+      const cm = (name: string, data: Record<string, string>) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels: { a: 'b' } }, data });
+      const zero = await store.create(scope, cm('zero', {}));
+      const w = store.watch(scope, { resourceVersion: rvOf(zero) })[Symbol.asyncIterator]();
+      await store.create(scope, cm('one', { k: 'v1' }));
+      await store.update(scope, 'one', (cur) => ({ ...cur!, data: { k: 'v2' } }));
+      await store.delete(scope, 'one');
+      const evs = await take(w, 3);
+      assert.deepEqual(names(evs), ['ADDED one', 'MODIFIED one', 'DELETED one']);
+      assert.equal(evs[0]!.object.data.k, 'v1');
+      assert.equal(evs[1]!.object.data.k, 'v2');
+      assert.equal(evs[2]!.object.data.k, 'v2');
+      assert.equal(rvOf(evs[2]!.object), String(cache.currentRevision()), 'a DELETED object carries the deletion\'s revision');
+      await store.create(scope, cm('two', { k: 'v' }));
+      const [added] = await take(w, 1);
+      assert.deepEqual(added!.object, await store.get(scope, 'two'), 'the watcher\'s object is the one a read decodes');
+      assert.equal(Object.keys(added!.object.metadata!).at(-1), 'resourceVersion');
+      await w.return!();
+    } finally {
+      await cache.stop();
+      await kv.close();
+    }
+  });
+});
+
+function rvOf(o: { metadata?: { resourceVersion?: string } }): string {
+  return o.metadata!.resourceVersion!;
+}

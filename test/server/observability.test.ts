@@ -99,6 +99,8 @@ describe('observability and versioning options', () => {
     await ok(c, ['get', 'namespaces']);
     await ok(c, ['create', 'namespace', 'metrics-ns']);
     await ok(c, ['get', 'namespace', 'default']);
+    // A get is answered from the watch cache once it is current; an update reads storage (a timed "get").
+    await ok(c, ['label', 'namespace', 'metrics-ns', 'metrics=read']);
     const r = await call(c, 'GET', '/metrics');
     assert.equal(r.status, 200);
     assert.equal(r.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8');

@@ -31,7 +31,9 @@ export function tooLargeResourceVersion(rv: number, current: number): StatusErro
 function decoded(ev: CacheEvent, store: ResourceStore, needPrev: boolean): { cur: KObject | null; prev: KObject | null } {
   if (ev.decoder !== store) {
     ev.decoder = store;
-    ev.cur = ev.type === 'put' ? store.decode(ev.kv) : null;
+    const fresh = ev.fresh;
+    ev.fresh = undefined;
+    ev.cur = ev.type === 'put' ? store.decode(ev.kv, ev.kv.modRevision, fresh) : null;
     ev.prev = undefined;
   }
   if (ev.prev === undefined && (needPrev || ev.type === 'delete')) ev.prev = ev.prevKv ? store.decode(ev.prevKv, ev.rev) : null;
@@ -54,6 +56,8 @@ export class CacheWatch implements ApiWatch, AsyncIterator<WatchEvent>, CacheSub
   /** Revision of the last event offered (matching or not) and of the last one handed out. */
   private seenRev = 0;
   private lastRV = 0;
+  /** Every initial event has been handed out (see resumeRevision). */
+  private initialDone = false;
   private wake: (() => void) | null = null;
   private roomWaiters: (() => void)[] = [];
   private nextBookmark = 0;
@@ -169,7 +173,16 @@ export class CacheWatch implements ApiWatch, AsyncIterator<WatchEvent>, CacheSub
     this.initialEvents = [];
     const end = this.initialEnd;
     this.initialEnd = null;
+    if (!end) this.initialDone = true;
     return end;
+  }
+
+  /**
+   * Where a watch that the cache ended (it listed again, or found this watcher slow) could go on without a gap
+   * or a repeat: the revision of the last event handed out, once every initial event was; else undefined.
+   */
+  resumeRevision(): number | undefined {
+    return this.started && this.initialDone ? this.lastRV : undefined;
   }
 
   async next(): Promise<IteratorResult<WatchEvent>> {
@@ -258,5 +271,105 @@ export class CacheWatch implements ApiWatch, AsyncIterator<WatchEvent>, CacheSub
     const waiters = this.roomWaiters;
     this.roomWaiters = [];
     for (const w of waiters) w();
+  }
+}
+
+/**
+ * A watch without a resourceVersion (initial events of the current state, then every change) from memory
+ * when the cache can show it is consistent: storage's current revision is read and the cache waits (briefly,
+ * as a consistent list does) to reach it; the watch then starts from the cache's state at its revision, which
+ * holds every write acknowledged before the request. When the cache is not ready or does not catch up in time,
+ * `fallback` (a storage watch) serves it. The choice is made at the first read.
+ */
+export function consistentCacheWatch(
+  cache: WatchCache,
+  store: ResourceStore,
+  scope: RequestScope,
+  opts: WatchOptions,
+  bookmarkIntervalMs: number,
+  progressBookmarks: boolean,
+  fallback: (resourceVersion?: string) => ApiWatch,
+): ApiWatch {
+  return new ChosenWatch(async () => {
+    if (!(await cacheReachesStorage(cache))) return { watch: fallback() };
+    const watch = new CacheWatch(cache, store, scope, { ...opts, resourceVersion: '0' }, bookmarkIntervalMs, progressBookmarks);
+    return {
+      watch,
+      // A storage watch never ends on its own: when the cache ends this one, storage carries on from where it was.
+      resume: () => {
+        const rv = watch.resumeRevision();
+        return rv === undefined ? undefined : fallback(String(rv));
+      },
+    };
+  });
+}
+
+/** Whether the cache is ready and at (or past) storage's current revision, after a short wait. */
+async function cacheReachesStorage(cache: WatchCache): Promise<boolean> {
+  if (!cache.ready) return false;
+  let rev: number;
+  try {
+    rev = await cache.storageRevision();
+  } catch {
+    return false;
+  }
+  if (cache.currentRevision() < rev && !(await cache.waitUntilFresh(rev, CONSISTENT_WATCH_WAIT_MS, CONSISTENT_WATCH_POLL_MS))) return false;
+  return cache.ready && cache.currentRevision() >= rev;
+}
+
+/** As a consistent list (reads.ts CONSISTENT_WAIT_MS): about what starting from storage costs. */
+const CONSISTENT_WATCH_WAIT_MS = 20;
+const CONSISTENT_WATCH_POLL_MS = 5;
+
+interface Chosen {
+  watch: ApiWatch;
+  /** When `watch` ends without the client closing it: the watch that carries on, if any. */
+  resume?: () => ApiWatch | undefined;
+}
+
+/** A watch whose source is chosen at its first read. */
+class ChosenWatch implements ApiWatch, AsyncIterator<WatchEvent> {
+  private inner: ApiWatch | null = null;
+  private iter: AsyncIterator<WatchEvent> | null = null;
+  private resume: Chosen['resume'];
+  private closed = false;
+
+  constructor(private readonly choose: () => Promise<Chosen>) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
+    return this;
+  }
+
+  private use(inner: ApiWatch): void {
+    this.inner = inner;
+    this.iter = inner[Symbol.asyncIterator]();
+    if (this.closed) inner.close();
+  }
+
+  async next(): Promise<IteratorResult<WatchEvent>> {
+    if (!this.iter) {
+      if (this.closed) return { value: undefined, done: true };
+      const chosen = await this.choose();
+      this.resume = chosen.resume;
+      this.use(chosen.watch);
+    }
+    for (;;) {
+      const r = await this.iter!.next();
+      if (!r.done || this.closed || !this.resume) return r;
+      const next = this.resume();
+      this.resume = undefined;
+      if (!next) return r;
+      this.use(next);
+    }
+  }
+
+  async return(): Promise<IteratorResult<WatchEvent>> {
+    this.close();
+    return { value: undefined, done: true };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.inner?.close();
   }
 }

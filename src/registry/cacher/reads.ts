@@ -50,6 +50,24 @@ export function getFromCache(cache: WatchCache, key: string): KeyValue | null {
 }
 
 /**
+ * A consistent get (no resourceVersion) from memory, where storage's current revision costs no round trip
+ * (`local`: the embedded store): when the cache has already reached that revision, its value is the one a
+ * storage read would give now, so every write acknowledged before the request is seen. The stored value (null
+ * when absent), or undefined when the cache is behind (no wait): the caller reads storage.
+ */
+export async function getConsistentFromCache(cache: WatchCache | undefined, key: string, local: boolean): Promise<KeyValue | null | undefined> {
+  if (!local || !cache?.ready) return undefined;
+  let rev: number;
+  try {
+    rev = await cache.storageRevision();
+  } catch {
+    return undefined;
+  }
+  if (!cache.ready || cache.currentRevision() < rev) return undefined;
+  return cache.get(key) ?? null;
+}
+
+/**
  * How long a consistent list waits for the cache to reach storage's current revision before it reads
  * storage instead: about what a storage list costs. Events (a write just acknowledged) wake the wait at
  * once; the embedded store's watch reports progress at once; etcd's answers progress requests (at most

@@ -27,6 +27,11 @@ export interface CacheEvent {
   decoder?: unknown;
   cur?: KObject | null;
   prev?: KObject | null;
+  /**
+   * The new object as decoded when its value was cached (protobuf or YAML storage), without resourceVersion:
+   * the first decoder takes it over instead of decoding the value again. Dropped once the event is dispatched.
+   */
+  fresh?: KObject;
 }
 
 /** What the cache needs of a watcher: dispatch offers it every event, in revision order. */
@@ -171,7 +176,9 @@ export class WatchCache {
         this.source = watch;
         for await (const ev of watch) {
           this.apply(ev);
-          await this.dispatch(this.window[this.window.length - 1]!);
+          const last = this.window[this.window.length - 1]!;
+          await this.dispatch(last);
+          last.fresh = undefined;
           backoff = this.config.relistBackoffMs ?? 1000;
         }
         if (this.stopped) break;
@@ -202,7 +209,8 @@ export class WatchCache {
   private replace(kvs: KeyValue[], revision: number): void {
     this.terminateAll();
     this.state.clear();
-    for (const kv of kvs) this.state.set(kv.key, compact(kv));
+    for (const kv of kvs) this.state.set(kv.key, this.compact(kv));
+    this.decoded = undefined;
     this.window = [];
     this.head = 0;
     this.floorRev = revision;
@@ -213,12 +221,19 @@ export class WatchCache {
   }
 
   private apply(ev: StorageEvent): void {
-    const kv = compact(ev.kv);
-    const prevKv = ev.prevKv ? compact(ev.prevKv) : null;
+    // The value before the change is the one the state holds (already compacted): it is shared, not decoded again.
+    const held = ev.prevKv ? this.state.get(ev.kv.key) : undefined;
+    const prevKv = ev.prevKv ? (held && held.modRevision === ev.prevKv.modRevision ? held : this.compact(ev.prevKv)) : null;
+    this.decoded = undefined;
+    const kv = this.compact(ev.kv);
+    const fresh = this.decoded;
+    this.decoded = undefined;
     if (ev.type === 'put') this.state.set(kv.key, kv);
     else this.state.delete(kv.key);
     const rev = kv.modRevision;
-    this.window.push({ type: ev.type, key: kv.key, rev, kv, prevKv });
+    const cacheEvent: CacheEvent = { type: ev.type, key: kv.key, rev, kv, prevKv };
+    if (fresh) cacheEvent.fresh = fresh;
+    this.window.push(cacheEvent);
     while (this.window.length - this.head > this.config.capacity) {
       this.floorRev = this.window[this.head]!.rev;
       this.window[this.head] = undefined as unknown as CacheEvent;
@@ -352,32 +367,39 @@ export class WatchCache {
     return this.subscribers.size;
   }
 
+  /** The object compact() decoded last (see CacheEvent.fresh). */
+  private decoded: KObject | undefined;
+
+  /**
+   * The KeyValue to keep: values that are views into a much larger buffer (a whole storage response) are
+   * copied, so that keeping one object does not keep the response alive. Values stored as protobuf or YAML
+   * (--storage-media-type) are kept as compact JSON, decoded once here (the object is left in `decoded`):
+   * reads from the cache, and storage reads of the same revision (ResourceStore.readable), then answer
+   * without decoding (rawjson.ts), as with JSON storage.
+   */
+  private compact(kv: KeyValue): KeyValue {
+    if (kv.value.length > 0 && !isStoredJSON(kv.value)) {
+      try {
+        const obj = decodeStored(kv.value);
+        const out = { ...kv, value: ownBuffer(JSON.stringify(obj)) };
+        this.decoded = obj;
+        return out;
+      } catch {
+        // Not decodable: kept as stored; reads report the problem.
+      }
+    }
+    const v = kv.value;
+    if (v.buffer.byteLength <= v.byteLength * 2 + 64) return kv;
+    const copy = Buffer.allocUnsafeSlow(v.byteLength);
+    copy.set(v);
+    return { ...kv, value: copy };
+  }
+
   private terminateAll(): void {
     const all = [...this.subscribers];
     this.subscribers.clear();
     for (const s of all) s.terminate();
   }
-}
-
-/**
- * The KeyValue to keep: values that are views into a much larger buffer (a whole storage response) are
- * copied, so that keeping one object does not keep the response alive. Values stored as protobuf or YAML
- * (--storage-media-type) are kept as compact JSON, decoded once here: reads from the cache, and storage reads
- * of the same revision (ResourceStore.readable), then answer without decoding (rawjson.ts), as with JSON storage.
- */
-function compact(kv: KeyValue): KeyValue {
-  if (kv.value.length > 0 && !isStoredJSON(kv.value)) {
-    try {
-      return { ...kv, value: ownBuffer(JSON.stringify(decodeStored(kv.value))) };
-    } catch {
-      // Not decodable: kept as stored; reads report the problem.
-    }
-  }
-  const v = kv.value;
-  if (v.buffer.byteLength <= v.byteLength * 2 + 64) return kv;
-  const copy = Buffer.allocUnsafeSlow(v.byteLength);
-  copy.set(v);
-  return { ...kv, value: copy };
 }
 
 /**
