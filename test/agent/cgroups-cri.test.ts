@@ -79,6 +79,7 @@ void describe('orchlet node allocatable and QoS cgroups on containerd', () => {
       process.execPath,
       [
         ORCHLET,
+        '--make-iptables-util-chains=false',
         '--container-runtime=remote',
         `--container-runtime-endpoint=${h.endpoint}`,
         `--pod-infra-container-image=${PAUSE_IMAGE}`,

@@ -231,13 +231,13 @@ void describe('bin/orchlet: credential provider plugins', () => {
     const dir = await tempDir();
     const r = spawnSync(
       process.execPath,
-      [ORCHLET, '--feature-gates=KubeletCredentialProviders=true', `--image-credential-provider-config=${join(dir, 'c.yaml')}`, `--image-credential-provider-bin-dir=${join(dir, 'nope')}`, `--root-dir=${dir}`, '--enable-server=false', '--healthz-port=0', '--fail-swap-on=false'],
+      [ORCHLET, '--make-iptables-util-chains=false', '--feature-gates=KubeletCredentialProviders=true', `--image-credential-provider-config=${join(dir, 'c.yaml')}`, `--image-credential-provider-bin-dir=${join(dir, 'nope')}`, `--root-dir=${dir}`, '--enable-server=false', '--healthz-port=0', '--fail-swap-on=false'],
       { encoding: 'utf8', timeout: 20_000 },
     );
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stderr, new RegExp(`Failed to register CRI auth plugins: plugin binary directory ${join(dir, 'nope')} did not exist`));
     const args = [`--image-credential-provider-config=${join(dir, 'c.yaml')}`, `--root-dir=${dir}`, '--enable-server=false', '--healthz-port=0', '--fail-swap-on=false', '--log-flush-frequency=100ms'];
-    const child = spawn(process.execPath, [ORCHLET, ...args], {
+    const child = spawn(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -298,6 +298,7 @@ providers:
       process.execPath,
       [
         ORCHLET,
+        '--make-iptables-util-chains=false',
         '--container-runtime=remote',
         `--container-runtime-endpoint=${h.endpoint}`,
         `--cgroup-root=${h.cgroupRoot}`,
