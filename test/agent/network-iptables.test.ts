@@ -43,7 +43,9 @@ function runAgent(ns: TestNetns, extra: string[]): Promise<string> {
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
     child.stderr.on('data', (d: Buffer) => {
       stderr += d.toString();
-      if (/running standalone/.test(stderr)) child.kill('SIGTERM');
+      // stopped once it runs and (unless the chains are off) both families were set up or given up
+      const chainsDone = extra.includes('--make-iptables-util-chains=false') || /(Initialized|Failed to initialize) iptables rules[^\n]*protocol=IPv6/.test(stderr);
+      if (/running standalone/.test(stderr) && chainsDone) child.kill('SIGTERM');
     });
     child.on('error', reject);
     child.on('exit', () => {
@@ -184,6 +186,7 @@ void describe('iptables utility chains: the canary watch', () => {
       { runtime: {}, log: (l, m) => logs.push(`${l} ${m}`) },
     );
     await net.start();
+    await net.iptablesReady;
     try {
       assert.deepEqual(net.iptablesFamilies, ['IPv4', 'IPv6']);
       const before = { nat: rulesOf(ns.save('nat')), filter: rulesOf(ns.save('filter')), mangle: rulesOf(ns.save('mangle')) };
@@ -212,6 +215,7 @@ void describe('iptables utility chains: the canary watch', () => {
       { runtime: {}, log: (l, m) => logs.push(`${l} ${m}`) },
     );
     await net.start();
+    await net.iptablesReady;
     net.stop();
     assert.deepEqual(net.iptablesFamilies, []);
     assert.equal(logs.filter((l) => /^error Failed to initialize iptables rules; some functionality may be missing\. protocol=IPv[46]/.test(l)).length, 2, logs.join('\n'));

@@ -40,8 +40,9 @@ export class NodeNetwork {
   private stopUtil: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
-  /** The families whose utility chains are set up (after start). */
+  /** The families whose utility chains are set up (once iptablesReady resolved). */
   iptablesFamilies: IPFamily[] = [];
+  iptablesReady: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly config: NodeNetworkConfig,
@@ -51,6 +52,11 @@ export class NodeNetwork {
     this.podCIDR = new PodCIDRManager({ updatePodCIDR: (cidr) => runtime.updatePodCIDR?.(cidr) ?? Promise.resolve() }, deps.log);
   }
 
+  /**
+   * Gives the runtime --pod-cidr (awaited, as kubelet does before it runs) and starts the iptables utility
+   * chains in the background (a few dozen iptables runs: pods need not wait for them); iptablesReady resolves
+   * once each family was set up or given up.
+   */
   async start(): Promise<void> {
     await this.podCIDR.update(this.config.podCIDR ?? '');
     const nodeSpec = this.deps.nodeSpec;
@@ -60,10 +66,11 @@ export class NodeNetwork {
     }
     const util = this.config.iptablesUtil;
     if (util) {
-      const r = await startNetworkUtil({ ...util, log: this.deps.log });
-      this.iptablesFamilies = r.families;
-      if (this.stopped) r.stop();
-      else this.stopUtil = r.stop;
+      this.iptablesReady = startNetworkUtil({ ...util, log: this.deps.log }).then((r) => {
+        this.iptablesFamilies = r.families;
+        if (this.stopped) r.stop();
+        else this.stopUtil = r.stop;
+      });
     }
   }
 
