@@ -67,6 +67,7 @@ const emptyState = (): SourceState => ({ pods: new Map(), incoming: new Map(), n
 
 export class PodMerge {
   private readonly sources = new Map<SourceName, SourceState>();
+  private readonly views = new WeakMap<Pod, string>();
   private readonly now: () => Date;
 
   constructor(private readonly options: MergeOptions = {}) {
@@ -136,7 +137,11 @@ export class PodMerge {
     return updates(delta.source, deleted, added, updated);
   }
 
-  /** Records `incoming` in `next` (which may be `previous` itself), noting an ADD or UPDATE against `previous`. */
+  /**
+   * Records `incoming` in `next` (which may be `previous` itself), noting an ADD or UPDATE against `previous`.
+   * A new version that differs only where workers do not look (status, resourceVersion: most watch events)
+   * is compared without being copied, against the stored pod's view worked out once.
+   */
   private take(previous: SourceState, next: SourceState, incoming: Pod, added: Pod[], updated: Pod[]): void {
     const uid = incoming.metadata.uid;
     const old = previous.pods.get(uid);
@@ -146,16 +151,26 @@ export class PodMerge {
       next.pods.set(uid, old);
       return;
     }
-    const pod = structuredClone(incoming);
     const seen = old?.metadata.annotations?.[CONFIG_SEEN_ANNOTATION] ?? rfc3339Nano(this.now());
-    pod.metadata.annotations = { ...(pod.metadata.annotations ?? {}), [CONFIG_SEEN_ANNOTATION]: seen };
-    if (old === undefined) {
-      next.pods.set(uid, pod);
-      added.push(pod);
-    } else if (podChanged(old, pod)) {
-      next.pods.set(uid, pod);
-      updated.push(pod);
-    } else next.pods.set(uid, old);
+    const annotations = { ...(incoming.metadata.annotations ?? {}), [CONFIG_SEEN_ANNOTATION]: seen };
+    if (old !== undefined) {
+      const view = workerView(incoming, annotations);
+      if (view === this.viewOf(old)) {
+        next.pods.set(uid, old);
+        return;
+      }
+    }
+    const pod = structuredClone(incoming);
+    pod.metadata.annotations = annotations;
+    next.pods.set(uid, pod);
+    (old === undefined ? added : updated).push(pod);
+  }
+
+  /** What a pod's worker sees of it, as canonical JSON (cached per stored pod, which never changes). */
+  private viewOf(pod: Pod): string {
+    let v = this.views.get(pod);
+    if (v === undefined) this.views.set(pod, (v = workerView(pod, pod.metadata.annotations)));
+    return v;
   }
 
   /** Every pod currently known, from all sources. */
@@ -175,14 +190,7 @@ function updates(source: SourceName, deleted: Pod[], added: Pod[], updated: Pod[
   return out;
 }
 
-/** Whether a pod changed in a way its worker must see (kubelet's checkAndUpdatePod). */
-function podChanged(old: Pod, pod: Pod): boolean {
-  const view = (p: Pod): string =>
-    canonicalJSON({
-      spec: p.spec,
-      labels: p.metadata.labels,
-      annotations: p.metadata.annotations,
-      deletionTimestamp: p.metadata.deletionTimestamp,
-    });
-  return view(old) !== view(pod);
+/** The parts of a pod its worker must see change (kubelet's checkAndUpdatePod), as canonical JSON. */
+function workerView(p: Pod, annotations: Record<string, string> | undefined): string {
+  return canonicalJSON({ spec: p.spec, labels: p.metadata.labels, annotations, deletionTimestamp: p.metadata.deletionTimestamp });
 }
