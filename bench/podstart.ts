@@ -19,7 +19,7 @@
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { percentile, startBenchAgent, type BenchAgent } from './agentproc.js';
 import { Client, startServerProcess, type BenchServer } from './api.js';
@@ -132,6 +132,8 @@ interface RunResult {
   pods: number;
   /** CPU ms per pod from the first create until the last pod was seen Running. */
   cpuPerPod: { agent: number; server: number; client: number };
+  /** The machine's 1-minute load average when the pods were created (figures from a loaded machine compare only with runs at the same load). */
+  load: number;
 }
 
 async function runOnce(server: BenchServer, client: Client, dir: string, label: string, qpsArgs: string[], n: number, run = 0): Promise<RunResult> {
@@ -162,6 +164,7 @@ async function runOnce(server: BenchServer, client: Client, dir: string, label: 
     const agentCpu0 = cpu(agent.child.pid);
     const serverCpu0 = (server.cpuUs() ?? 0) / 1000;
     const clientCpu0 = process.cpuUsage();
+    const load = loadavg()[0] ?? 0;
     const sent = new Map<string, number>();
     const sentWall = new Map<string, number>();
     const names = Array.from({ length: n }, (_, i) => `pod-${String(i).padStart(3, '0')}`);
@@ -192,7 +195,7 @@ async function runOnce(server: BenchServer, client: Client, dir: string, label: 
     if (process.env.BENCH_PODSTART_DEBUG) {
       console.log(`  (${label}: creates answered after ${(createdAt - t0).toFixed(0)} ms, first Running ${(Math.min(...running.values()) - t0).toFixed(0)} ms, last ${(Math.max(...running.values()) - t0).toFixed(0)} ms; CPU agent ${cpu(agent.child.pid) - agentCpu0} ms, server ${((server.cpuUs() ?? 0) / 1000 - serverCpu0).toFixed(0)} ms; requests per pod (all clients, until 2 s after the last Running): ${requestsPerPod(countsBefore, countsAfter, n)})`);
     }
-    return { label, p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat[lat.length - 1]!, posts, pods: n, cpuPerPod };
+    return { label, p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat[lat.length - 1]!, posts, pods: n, cpuPerPod, load };
   } finally {
     await agent.stop();
   }
@@ -219,7 +222,7 @@ export async function benchPodStart(scale: number): Promise<RunResult[]> {
     for (const r of results) {
       const c = r.cpuPerPod;
       console.log(
-        `  ${r.label.padEnd(28)} p50 ${r.p50.toFixed(0).padStart(6)} ms   p99 ${r.p99.toFixed(0).padStart(6)} ms   slowest ${r.max.toFixed(0).padStart(6)} ms   status posts ${r.posts} (${(r.posts / r.pods).toFixed(2)} per pod)   CPU per pod: agent ${c.agent.toFixed(1)} ms, server ${c.server.toFixed(1)} ms, client ${c.client.toFixed(1)} ms`,
+        `  ${r.label.padEnd(28)} p50 ${r.p50.toFixed(0).padStart(6)} ms   p99 ${r.p99.toFixed(0).padStart(6)} ms   slowest ${r.max.toFixed(0).padStart(6)} ms   status posts ${r.posts} (${(r.posts / r.pods).toFixed(2)} per pod)   CPU per pod: agent ${c.agent.toFixed(1)} ms, server ${c.server.toFixed(1)} ms, client ${c.client.toFixed(1)} ms   load ${r.load.toFixed(1)}`,
       );
     }
     console.log('  target: p99 under 500 ms at qps 50 / burst 100');
