@@ -51,7 +51,7 @@ async function startOrchlet(name: string, args: string[]): Promise<Running> {
   const root = join(dir, name);
   const child = spawn(
     process.execPath,
-    [ORCHLET, `--root-dir=${root}`, `--cert-dir=${join(root, 'pki')}`, '--address=127.0.0.1', `--port=${await freePort()}`, '--read-only-port=0', '--healthz-port=0', ...args],
+    [ORCHLET, '--make-iptables-util-chains=false', `--root-dir=${root}`, `--cert-dir=${join(root, 'pki')}`, '--address=127.0.0.1', `--port=${await freePort()}`, '--read-only-port=0', '--healthz-port=0', ...args],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let err = '';
@@ -68,7 +68,7 @@ async function startOrchlet(name: string, args: string[]): Promise<Running> {
 }
 
 function refused(args: string[]): string {
-  const r = spawnSync(process.execPath, [ORCHLET, `--root-dir=${join(dir, 'refused')}`, ...args], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', `--root-dir=${join(dir, 'refused')}`, ...args], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(r.status, 1, `expected a refusal of ${args.join(' ')}: ${r.stderr}`);
   return r.stderr;
 }
