@@ -46,6 +46,7 @@ import { rfc3339 } from './time.js';
 import type { Pod } from './types.js';
 import { podFullName } from './types.js';
 import { PodWorkers } from './workers.js';
+import { ResourceManagers, type ResourceManagersConfig } from './cm/index.js';
 
 export interface AgentServerConfig extends Omit<AgentServerOptions, 'cert' | 'key'> {
   certDir: string;
@@ -128,6 +129,8 @@ export interface AgentConfig {
    * /stats/summary (kubelet: 1 min); 0 or unset: no volume stats.
    */
   volumeStatsAggPeriodMs?: number;
+  /** The CPU, memory and topology managers (cm/index.ts); none when unset. */
+  resourceManagers?: ResourceManagersConfig;
   /** Host networking: the iptables utility chains and the pod CIDR given to the runtime (network/node-network.ts); none when unset. */
   network?: NodeNetworkConfig;
   /** --master-service-namespace (API-server mode): whose `kubernetes` Service every pod's service links include; default "default". */
@@ -174,6 +177,7 @@ export class Agent implements ServerHost {
   readonly containerGC: ContainerGC;
   readonly imageGC: ImageGC | undefined;
   readonly runtimeState: RuntimeState;
+  readonly resourceManagers: ResourceManagers | undefined;
   private gcTimers: NodeJS.Timeout[] = [];
   private sourcesReady = false;
   private stopped = false;
@@ -258,6 +262,7 @@ export class Agent implements ServerHost {
         log: (l, m) => this.log(l, m),
       });
     }
+    this.resourceManagers = config.resourceManagers ? new ResourceManagers(config.resourceManagers) : undefined;
     if (config.eviction && config.eviction.thresholds.length > 0) this.evictionManager = new EvictionManager(config.eviction);
     if (config.containerLogs) this.logManager = new ContainerLogManager({ runtime: this.runtime, ...config.containerLogs, log: (l, m) => this.log(l, m) });
     this.syncer = new PodSyncer({
@@ -274,6 +279,7 @@ export class Agent implements ServerHost {
       ...(this.services ? { services: this.services } : {}),
       ...(config.credentials ? { credentials: config.credentials } : {}),
       ...(config.allocatable ? { allocatable: config.allocatable } : {}),
+      ...(this.resourceManagers ? { resourceManagers: this.resourceManagers } : {}),
       resync: (uid) => this.workers.sync(uid),
       probeTerminationGracePeriod: config.featureGates?.ProbeTerminationGracePeriod === true,
       keepTerminatedPodVolumes: config.keepTerminatedPodVolumes === true,
@@ -307,6 +313,16 @@ export class Agent implements ServerHost {
     // A CRI runtime's first relist (the PLEG) before the node's first state
     await (this.runtime as Runtime & { relistNow?: () => Promise<void> }).relistNow?.();
     await this.runtimeState.start();
+    // the resource managers' state files (a mismatch stops the agent) and the CPU reconcile loop
+    this.resourceManagers?.start({
+      activePods: () => this.activePods(),
+      podStatus: (uid) => this.statusManager.getPodStatus(uid),
+      sourcesReady: () => this.sourcesReady,
+      updateContainerCpuset: async (id, cpus) => {
+        if (!this.runtime.updateContainerResources) throw new Error('the runtime cannot update container resources');
+        await this.runtime.updateContainerResources(id, { cpusetCpus: cpus });
+      },
+    });
     if (this.config.network) {
       const api = this.api;
       this.network = new NodeNetwork(this.config.network, {
@@ -524,6 +540,11 @@ export class Agent implements ServerHost {
         message = `Node didn't have enough resource: pods, requested: 1, used: ${used}, capacity: ${capacity}`;
       }
     }
+    if (message === undefined) {
+      // kubelet's resource-allocating admit handler (topology, CPU and memory managers)
+      const refused = this.resourceManagers?.admit(pod);
+      if (refused) ({ reason, message } = refused);
+    }
     if (message === undefined) return true;
     const { namespace, name, uid } = pod.metadata;
     this.log('info', `pod ${podFullName(pod)} (${uid}) refused: ${reason}: ${message}`);
@@ -621,6 +642,7 @@ export class Agent implements ServerHost {
     clearInterval(this.volumeStatsTimer);
     for (const t of this.gcTimers) clearInterval(t);
     this.runtimeState.stop();
+    this.resourceManagers?.stop();
     this.logManager?.stop();
     this.memcg?.stop();
     this.config.cgroups?.stop();

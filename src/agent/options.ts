@@ -256,8 +256,9 @@ export const AGENT_FLAGS = [
     }),
     flag('cpu-cfs-quota', 'bool', 'true', 'Enforce CPU CFS quota for containers with CPU limits.', { status: S, configField: 'cpuCFSQuota' }),
     flag('cpu-cfs-quota-period', 'duration', '100ms', 'CPU CFS quota period.', { status: S, configField: 'cpuCFSQuotaPeriod' }),
-    flag('cpu-manager-policy', 'enum', 'none', 'none or static.', { values: ['none', 'static'], configField: 'cpuManagerPolicy' }),
-    flag('cpu-manager-policy-options', 'mapStringString', undefined, 'Options tuning the chosen CPU manager policy.', {
+    flag('cpu-manager-policy', 'enum', 'none', 'none or static.', { status: S, values: ['none', 'static'], configField: 'cpuManagerPolicy' }),
+    flag('cpu-manager-policy-options', 'mapStringString', undefined, 'Options tuning the chosen CPU manager policy (full-pcpus-only; requires gate CPUManagerPolicyOptions).', {
+      status: S,
       configField: 'cpuManagerPolicyOptions',
     }),
     flag(
@@ -265,7 +266,7 @@ export const AGENT_FLAGS = [
       'duration',
       '10s',
       'CPU manager reconciliation period (alpha); if not supplied, the node status update frequency.',
-      { configField: 'cpuManagerReconcilePeriod' },
+      { status: S, configField: 'cpuManagerReconcilePeriod', validate: positive },
     ),
     flag(
       'docker-endpoint',
@@ -535,6 +536,7 @@ export const AGENT_FLAGS = [
     flag('maximum-dead-containers', 'int32', '-1', 'Old container instances kept globally; negative disables (deprecated).', { status: S }),
     flag('maximum-dead-containers-per-container', 'int32', '1', 'Old instances kept per container (deprecated).', { status: S }),
     flag('memory-manager-policy', 'enum', 'None', 'None or Static.', {
+      status: S,
       values: ['None', 'Static'],
       configField: 'memoryManagerPolicy',
     }),
@@ -674,6 +676,7 @@ export const AGENT_FLAGS = [
     }),
     flag('registry-qps', 'int32', '5', 'Pull rate limit; 0 unlimited.', { status: S, configField: 'registryPullQPS', validate: nonNegative }),
     flag('reserved-cpus', 'string', undefined, 'CPUs or ranges reserved for system use; supersedes CPU counts in the reserved flags.', {
+      status: S,
       configField: 'reservedSystemCPUs',
     }),
     flag(
@@ -681,7 +684,7 @@ export const AGENT_FLAGS = [
       'string',
       undefined,
       "Memory reservations per NUMA node, e.g. '0:memory=1Gi,hugepages-1M=2Gi'; per-type totals equal the sum of kube-reserved, system-reserved and eviction threshold.",
-      { configField: 'reservedMemory' },
+      { status: S, configField: 'reservedMemory' },
     ),
     flag('resolv-conf', 'string', '/etc/resolv.conf', 'Resolver file that is the basis of container DNS.', {
       status: S,
@@ -745,10 +748,12 @@ export const AGENT_FLAGS = [
       configField: 'systemReservedCgroup',
     }),
     flag('topology-manager-policy', 'enum', 'none', 'none, best-effort, restricted, single-numa-node.', {
+      status: S,
       values: ['none', 'best-effort', 'restricted', 'single-numa-node'],
       configField: 'topologyManagerPolicy',
     }),
     flag('topology-manager-scope', 'enum', 'container', 'container or pod.', {
+      status: S,
       values: ['container', 'pod'],
       configField: 'topologyManagerScope',
     }),

@@ -16,6 +16,7 @@ import { allocatableEvictionHard, checkDeprecatedOptions, deprecationWarnings } 
 import { checkIptablesBits } from '../agent/network/iptables-util.js';
 import { networkOptionNotes } from '../agent/network/dockershim-options.js';
 import { runOnce } from '../agent/runonce.js';
+import { resourceManagersFromOptions } from '../agent/cm/index.js';
 import { nodeCgroupsFromOptions } from '../agent/cgroups/options.js';
 import { checkCgroupOptions } from '../agent/cgroups/manager.js';
 import { credentialProvidersFromOptions } from '../agent/credentialprovider/plugin.js';
@@ -125,6 +126,9 @@ function credentialProviders(options: AgentOptions, log: Logger): AgentConfig['c
 /** The agent's configuration from its parsed options (reads the kubeconfig, the client CA and the host's facts). */
 export async function agentConfigFromOptions(options: AgentOptions, log: Logger): Promise<AgentConfig> {
   const nodeName = nodeNameOf(options.hostnameOverride);
+  // kubelet: --reserved-cpus replaces the cpu of --orch-reserved and --system-reserved (allocatable too)
+  const managers = resourceManagersFromOptions(options, log);
+  [options.orchReserved, options.systemReserved] = managers.reserved;
   const maxPods = podCapacity(options.maxPods, options.podsPerCore, cpus().length || 1);
   let thresholds;
   try {
@@ -173,6 +177,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     keepTerminatedPodVolumes: options.keepTerminatedPodVolumes,
     mounterPath: options.experimentalMounterPath,
     volumeStatsAggPeriodMs: options.volumeStatsAggPeriod,
+    resourceManagers: managers.config,
     // kubelet's initNetworkUtil (Linux) and updatePodCIDR
     network: {
       ...(options.makeIptablesUtilChains && process.platform === 'linux'

@@ -8,10 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CgroupFs, cgroupOf } from '../../src/agent/cgroups/fs.js';
 import { eventually } from '../helpers/eventually.js';
@@ -23,12 +23,19 @@ const fs = linuxRoot ? new CgroupFs() : undefined;
 // Under this process's memory cgroup: the same name exists (made by the test) in every hierarchy.
 const base = `${((linuxRoot ? cgroupOf('self', 'memory') : undefined) ?? '/').replace(/\/$/, '')}/orch-test-${randomBytes(4).toString('hex')}`;
 let dir = '';
+/** Directories above `base` this test creates (the memory cgroup's path in the other hierarchies), removed at the end. */
+const madeAbove: string[] = [];
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'orchlet-cgroups-'));
+  if (!fs) return;
+  for (const p of fs.paths(base)) {
+    for (let d = dirname(p); !existsSync(d); d = dirname(d)) madeAbove.push(d);
+  }
 });
 after(async () => {
   await fs?.remove(base);
+  for (const d of madeAbove.sort((a, b) => b.length - a.length)) rmdirSync(d, { recursive: false });
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -118,16 +125,16 @@ void describe('orchlet cgroup options (bin/orchlet, built-in runtime)', () => {
       `--orchlet-cgroups=${agentCg}`,
     ]);
     try {
-      await eventually(() => `the agent in ${agentCg}\n${o.stderr()}`, () => fs!.paths(agentCg).every((p) => existsSync(p)) && read('cpu', agentCg, 'cgroup.procs') !== '', { timeoutMs: 20_000 });
+      const pid = o.child.pid!;
+      const hierarchies = ['cpu', 'memory', 'pids', 'cpuset', 'systemd'];
+      // the agent's process, in every hierarchy
+      await eventually(() => `the agent in ${agentCg}\n${o.stderr()}`, () => hierarchies.every((c) => cgroupOf(pid, c) === agentCg), { timeoutMs: 20_000 });
       assert.equal(read('cpu', sys, 'cpu.shares'), '512');
       assert.equal(read('memory', sys, 'memory.limit_in_bytes'), String(256 * 1024 * 1024));
       assert.equal(read('pids', sys, 'pids.max'), '1000');
       assert.equal(read('cpu', orch, 'cpu.shares'), '256');
       assert.equal(read('memory', orch, 'memory.limit_in_bytes'), String(128 * 1024 * 1024));
       assert.equal(read('pids', orch, 'pids.max'), 'max', 'no pid reservation given: left alone');
-      // the agent's process, in every hierarchy
-      const pid = o.child.pid!;
-      for (const c of ['cpu', 'memory', 'pids', 'cpuset', 'systemd']) assert.equal(cgroupOf(pid, c), agentCg, c);
       // lowering its own oom_score_adj needs CAP_SYS_RESOURCE: a clear warning where it is missing
       const capEff = BigInt(`0x${/^CapEff:\s+([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '0'}`);
       const canLower = (capEff & (1n << 24n)) !== 0n; // CAP_SYS_RESOURCE
@@ -140,21 +147,67 @@ void describe('orchlet cgroup options (bin/orchlet, built-in runtime)', () => {
     }
   });
 
+  void it('--system-cgroups moves the processes of the root cgroup (a cgroup namespace of the test) into the system cgroup', { skip: !linuxRoot && 'needs root and cgroup v1' }, async () => {
+    // A cgroup namespace rooted at <base>/ns, with the v1 hierarchies mounted again in a private mount namespace:
+    // there the root cgroup holds only this test's processes, never the host's.
+    const ns = `${base}/ns`;
+    mkcgroup(ns);
+    await fs!.create(ns); // cpuset cpus and mems, so that processes may join
+    const controllers = fs!.paths('/').map((p) => p.replace(/\/$/, '').split('/').pop()!);
+    const root = join(dir, 'system');
+    const script = join(dir, 'system.sh');
+    writeFileSync(
+      script,
+      [
+        'set -e',
+        ...fs!.paths(ns).map((p) => `echo $$ > ${p}/cgroup.procs`),
+        `exec unshare --cgroup --mount --propagation private sh -c '`,
+        '  mount -t tmpfs tmpfs /sys/fs/cgroup',
+        ...controllers.map((c) => `  mkdir /sys/fs/cgroup/${c}; mount -t cgroup -o ${c === 'systemd' ? 'none,name=systemd' : c} cgroup /sys/fs/cgroup/${c}`),
+        `  sleep 600 & echo $! > ${join(dir, 'sleeper.pid')}`,
+        `  exec ${process.execPath} ${ORCHLET} --make-iptables-util-chains=false --root-dir=${root} --cert-dir=${root}/pki --address=127.0.0.1 --port=${await freePort()} --read-only-port=0 --healthz-port=0 --cgroup-root=/ --system-cgroups=/system`,
+        `'`,
+      ].join('\n'),
+    );
+    const child = spawn('bash', [script], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let sleeper = 0;
+    try {
+      sleeper = await eventually(() => `the sleeper\n${err}`, () => Number(readFileSync(join(dir, 'sleeper.pid'), 'utf8').trim()) || undefined, { retryErrors: true, timeoutMs: 20_000 });
+      // seen from the host: <base>/ns/system in every hierarchy, for the other process and for the agent itself
+      for (const pid of [sleeper, child.pid!]) {
+        await eventually(() => `pid ${pid} in ${ns}/system\n${err}`, () => ['cpu', 'memory', 'pids', 'devices', 'freezer'].every((c) => cgroupOf(pid, c) === `${ns}/system`), { timeoutMs: 20_000 });
+      }
+    } finally {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      assert.equal(await exited, 0, err);
+      if (sleeper > 0) process.kill(sleeper, 'SIGKILL');
+      await eventually('the sleeper gone', () => !existsSync(`/proc/${sleeper}`));
+    }
+  });
+
   void it('--kernel-memcg-notification: a crossing of the memory threshold runs the eviction pass at once', { skip: !linuxRoot && 'needs root and cgroup v1' }, async () => {
-    // the root memory cgroup's working set now; the threshold sits 150 MiB below what is available
+    // the root memory cgroup's working set now; the threshold sits 1 GiB below what is available (room for what the
+    // rest of the machine does meanwhile), and a child then touches 2 GiB
     const usage = Number(readFileSync('/sys/fs/cgroup/memory/memory.usage_in_bytes', 'utf8'));
     const inactive = Number(/^total_inactive_file (\d+)$/m.exec(readFileSync('/sys/fs/cgroup/memory/memory.stat', 'utf8'))?.[1] ?? 0);
     const total = Number(/^MemTotal:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0) * 1024;
-    const thresholdMi = Math.floor((total - (usage - inactive)) / 1048576) - 150;
+    const thresholdMi = Math.floor((total - (usage - inactive)) / 1048576) - 1024;
     const o = await startOrchlet('memcg', ['--experimental-kernel-memcg-notification', `--eviction-hard=memory.available<${thresholdMi}Mi`]);
     let hog: ChildProcess | undefined;
     try {
       await eventually(() => `polling announced\n${o.stderr()}`, () => /memory threshold notification: polling the root memory cgroup's usage every 1000 ms/.test(o.stderr()), { timeoutMs: 20_000 });
       assert.match(o.stderr(), /Flag --experimental-kernel-memcg-notification has been deprecated, Use kernelMemcgNotification configuration/);
-      // 400 MiB touched by a child: usage goes over the threshold (whatever else the machine does)
-      hog = spawn(process.execPath, ['-e', 'const b = Buffer.alloc(400 * 1048576, 1); setInterval(() => b[0]++, 1000);'], { stdio: 'ignore' });
+      hog = spawn(process.execPath, ['-e', 'const b = [1, 2].map(() => Buffer.alloc(1024 * 1048576, 1)); console.log("ready"); setInterval(() => b[0][0]++, 1000);'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let ready = false;
+      hog.stdout!.on('data', () => (ready = true));
+      await eventually('the 2 GiB child', () => ready, { timeoutMs: 60_000 });
       await eventually(
-        () => `a crossing\n${o.stderr()}`,
+        () => `a crossing (root memcg usage now ${readFileSync('/sys/fs/cgroup/memory/memory.usage_in_bytes', 'utf8').trim()}, was ${usage}; threshold ${thresholdMi}Mi)\n${o.stderr()}`,
         () => new RegExp(`eviction manager: memory usage \\d+ crossed \\d+ \\(memory.available<${thresholdMi}Mi\\); synchronizing`).test(o.stderr()),
         { timeoutMs: 20_000 },
       );

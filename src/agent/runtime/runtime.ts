@@ -106,6 +106,9 @@ export interface LinuxContainerResources {
   cpuShares?: number;
   memoryLimitInBytes?: number;
   oomScoreAdj?: number;
+  /** CPUs and memory NUMA nodes (list format, e.g. "0-1,3") the container may use (the resource managers). */
+  cpusetCpus?: string;
+  cpusetMems?: string;
 }
 
 export interface ContainerMetadata {
@@ -292,6 +295,8 @@ export interface Runtime {
 
   /** Closes and reopens a running container's log file at its path (CRI ReopenContainerLog, for log rotation). */
   reopenContainerLog?(id: string): Promise<void>;
+  /** Changes a running container's resources (CRI UpdateContainerResources; unset fields stay); the CPU manager sets cpusets. */
+  updateContainerResources?(id: string, resources: LinuxContainerResources): Promise<void>;
   /** Gives the runtime the node's pod CIDR (CRI UpdateRuntimeConfig); runtimes without a pod network leave it unset. */
   updatePodCIDR?(cidr: string): Promise<void>;
   /** Resource usage of a running container, where the runtime can tell. */
