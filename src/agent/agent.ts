@@ -31,6 +31,7 @@ import type { PodConfigOptions } from './podconfig.js';
 import { PodSyncer } from './podsync.js';
 import { ApiServiceEnv } from './servicelinks.js';
 import type { DockerKeyring } from './credentialprovider/keyring.js';
+import { FlexVolumes } from './flexvolume.js';
 import { ProcessRuntime } from './runtime/process.js';
 import type { Runtime } from './runtime/runtime.js';
 import { agentServingCert } from './server/certs.js';
@@ -137,6 +138,8 @@ export interface AgentConfig {
   masterServiceNamespace?: string;
   /** Registry logins of the credential provider plugins (credentialprovider/plugin.ts); none when unset. */
   credentials?: DockerKeyring | undefined;
+  /** --volume-plugin-dir: where FlexVolume drivers are found (flexvolume.ts); no FlexVolumes when unset. */
+  volumePluginDir?: string;
   /** The node's cgroups: pods' hierarchy, allocatable enforcement, process cgroups (cgroups/manager.ts); none when unset. */
   cgroups?: NodeCgroups;
   /** --kernel-memcg-notification: memory.available thresholds watched every pollMs (cgroups/memcg.ts). */
@@ -158,6 +161,8 @@ export class Agent implements ServerHost {
   readonly api: ApiMode | undefined;
   /** Services for the pods' service link variables (API-server mode). */
   private readonly services: ApiServiceEnv | undefined;
+  /** FlexVolume drivers of --volume-plugin-dir. */
+  private readonly flexVolumes: FlexVolumes | undefined;
   servers: AgentServers | undefined;
   manifests: PushSource | undefined;
   private readonly merge = new PodMerge({
@@ -220,6 +225,9 @@ export class Agent implements ServerHost {
           },
         })
       : undefined;
+    if (config.volumePluginDir !== undefined && config.volumePluginDir !== '') {
+      this.flexVolumes = new FlexVolumes({ pluginDir: config.volumePluginDir, log: (l, m) => this.log(l, m) });
+    }
     if (this.api) {
       this.services = new ApiServiceEnv(this.api.client, config.masterServiceNamespace ?? 'default', (err) =>
         this.log('error', `watching services: ${err instanceof Error ? err.message : String(err)}`),
@@ -278,6 +286,7 @@ export class Agent implements ServerHost {
       ...(this.api ? { objects: this.api.objects } : {}),
       ...(this.services ? { services: this.services } : {}),
       ...(config.credentials ? { credentials: config.credentials } : {}),
+      ...(this.flexVolumes ? { flexVolumes: this.flexVolumes } : {}),
       ...(config.allocatable ? { allocatable: config.allocatable } : {}),
       ...(this.resourceManagers ? { resourceManagers: this.resourceManagers } : {}),
       resync: (uid) => this.workers.sync(uid),
@@ -334,6 +343,8 @@ export class Agent implements ServerHost {
     }
     // kubelet's container manager: the pods' cgroups and node allocatable before any pod runs
     await this.config.cgroups?.start(() => this.activePods().filter((p) => !isTerminal(this.statusManager.getPodStatus(p.metadata.uid)?.phase ?? 'Pending')));
+    const drivers = (await this.flexVolumes?.probeAll()) ?? [];
+    if (drivers.length > 0) this.log('info', `FlexVolume drivers: ${drivers.join(', ')}`);
     this.startGarbageCollection();
     // Kept referenced: this timer is what keeps a standalone agent alive with no pods.
     this.resyncTimer = setInterval(() => this.workers.syncAll(), Math.max(1000, this.config.syncFrequencyMs || 60_000));

@@ -765,7 +765,7 @@ export const AGENT_FLAGS = [
       'string',
       '/usr/libexec/orch/orchlet-plugins/volume/exec/',
       'Directory searched for third-party volume plugins.',
-      { configField: 'volumePluginDir' },
+      { status: S, configField: 'volumePluginDir' },
     ),
     flag('volume-stats-agg-period', 'duration', '1m0s', 'Interval for computing and caching volume disk usage; 0 disables.', {
       status: S,

@@ -22,6 +22,7 @@ import { containerEnv, expandVars, podObjectRefs, type EnvContext } from './env.
 import { NO_OBJECTS, type ObjectSource } from './objects.js';
 import type { ServiceEnvSource } from './servicelinks.js';
 import type { DockerKeyring } from './credentialprovider/keyring.js';
+import type { FlexVolumes } from './flexvolume.js';
 import { ProbeManager } from './prober.js';
 import { containerMounts, processMountView, setUpVolumes, tearDownVolumes, unmountOrphans, type TmpfsState } from './volumes.js';
 import { Backoff, backoffMessage, KUBELET_BACKOFF, type BackoffOptions } from './backoff.js';
@@ -76,6 +77,8 @@ export interface PodSyncerOptions {
   services?: ServiceEnvSource;
   /** Registry logins of the credential provider plugins (--image-credential-provider-config). */
   credentials?: DockerKeyring;
+  /** FlexVolume drivers (--volume-plugin-dir). */
+  flexVolumes?: FlexVolumes;
   /** The node's allocatable cpu (cores) and memory (bytes), for resourceFieldRef without limits. */
   allocatable?: { cpu: number; memory: number };
   /** Asks for another pass of a pod (probe results changed). */
@@ -303,6 +306,7 @@ export class PodSyncer implements PodLifecycle {
       await setUpVolumes(this.envContext(pod, st), this.podDir(uid), {
         ...(this.tmpfs ? { tmpfs: this.tmpfs } : {}),
         ...(this.o.mounterPath !== undefined ? { mounterPath: this.o.mounterPath } : {}),
+        ...(this.o.flexVolumes ? { flex: this.o.flexVolumes } : {}),
         onTmpfsFallback: (_volume, message) => {
           if (this.tmpfsWarned.has(uid)) return;
           this.tmpfsWarned.add(uid);
@@ -397,7 +401,7 @@ export class PodSyncer implements PodLifecycle {
     if (!Array.isArray(pod.spec.volumes) || pod.spec.volumes.length === 0) return;
     const podDir = this.podDir(pod.metadata.uid);
     try {
-      await tearDownVolumes(podDir);
+      await tearDownVolumes(podDir, this.o.flexVolumes);
       for (const d of ['volumes', 'plugins', 'rootfs']) await rm(join(podDir, d), { recursive: true, force: true });
     } catch (err) {
       // what is left goes with the pod's directory when the pod is deleted
@@ -417,7 +421,7 @@ export class PodSyncer implements PodLifecycle {
     this.puller?.forgetPod(uid);
     this.o.statusManager.removePod(uid);
     this.tmpfsWarned.delete(uid);
-    await tearDownVolumes(this.podDir(uid)).catch((err: unknown) => this.o.log?.('error', `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${errorText(err)}`));
+    await tearDownVolumes(this.podDir(uid), this.o.flexVolumes).catch((err: unknown) => this.o.log?.('error', `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${errorText(err)}`));
     await rm(this.podDir(uid), { recursive: true, force: true });
   }
 

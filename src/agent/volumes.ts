@@ -5,6 +5,7 @@
 //   <root>/pods/<uid>/volumes/kubernetes.io~downward-api/<name>/
 //   <root>/pods/<uid>/volumes/kubernetes.io~projected/<name>/      (configMap, secret, downwardAPI, serviceAccountToken)
 //   hostPath volumes are the host path itself (created for DirectoryOrCreate / FileOrCreate, checked for the other types).
+//   <root>/pods/<uid>/volumes/<vendor>~<driver>/<name>/           (flexVolume: its driver mounts it, flexvolume.ts)
 // setUp() is called before each sync pass starts containers: contents follow their ConfigMaps and
 // Secrets (a write happens only when the data changed). Errors carry kubelet's wording and stop the
 // pod's containers from starting (FailedMount).
@@ -34,6 +35,7 @@ import { chmod, lchown, lstat, mkdir, readdir, readFile, rm, stat, symlink, writ
 import { dirname, join, normalize } from 'node:path';
 import { writeAtomic, type FileProjection } from './atomic-writer.js';
 import { fieldValue, objectData, resourceValue, type EnvContext } from './env.js';
+import { escapeDriverName, type FlexVolumes } from './flexvolume.js';
 import { ObjectNotFound, type ObjectKind } from './objects.js';
 import type { Mount } from './runtime/runtime.js';
 import type { Container, Pod } from './types.js';
@@ -55,7 +57,7 @@ export class VolumeError extends Error {
 
 /** The plugin of a volume source (the first known field), or undefined. */
 function pluginOf(v: Json): string | undefined {
-  for (const k of [...Object.keys(PLUGIN_DIRS), 'hostPath']) if (v[k] !== undefined) return k;
+  for (const k of [...Object.keys(PLUGIN_DIRS), 'hostPath', 'flexVolume']) if (v[k] !== undefined) return k;
   return undefined;
 }
 
@@ -63,6 +65,7 @@ function pluginOf(v: Json): string | undefined {
 export function volumePath(podDir: string, v: Json): string | undefined {
   const plugin = pluginOf(v);
   if (plugin === 'hostPath') return String(v.hostPath.path);
+  if (plugin === 'flexVolume') return join(podDir, 'volumes', escapeDriverName(String(v.flexVolume.driver)), String(v.name));
   if (plugin === undefined) return undefined;
   return join(podDir, 'volumes', PLUGIN_DIRS[plugin]!, String(v.name));
 }
@@ -182,6 +185,8 @@ export interface VolumeSetupOptions {
   onTmpfsFallback?: (volume: string, message: string) => void;
   /** --experimental-mounter-path: the binary that mounts (called as mount(8) is); default 'mount'. */
   mounterPath?: string;
+  /** FlexVolume drivers (--volume-plugin-dir, flexvolume.ts); without them a flexVolume matches no plugin. */
+  flex?: FlexVolumes;
 }
 
 /** Volume plugins kubelet backs with memory (its wrapped emptyDir has medium Memory). */
@@ -286,6 +291,11 @@ export async function setUpVolumes(ctx: EnvContext, podDir: string, o: VolumeSet
         await hostPath(v);
         continue;
       }
+      if (plugin === 'flexVolume') {
+        if (!o.flex) throw new Error(`failed to get Plugin from volumeSpec for volume "${name}" err=no volume plugin matched`);
+        await o.flex.setUp(ctx, v, volumePath(podDir, v)!, { fsGroup, isMountPoint, setOwnership: (dir, gid) => setVolumeOwnership(dir, gid, false) });
+        continue;
+      }
       const dir = volumePath(podDir, v)!;
       const memory = tmpfs !== undefined && isMemoryBacked(plugin, v);
       const ready = join(podDir, 'plugins', PLUGIN_DIRS[plugin]!, name, 'ready');
@@ -338,8 +348,9 @@ async function unmount(path: string): Promise<void> {
   }
 }
 
-/** Unmounts the pod's memory-backed volumes (before its directory is removed); errors name the mount. */
-export async function tearDownVolumes(podDir: string): Promise<void> {
+/** Unmounts the pod's FlexVolumes (their drivers' unmount) and memory-backed volumes (before its directory is removed); errors name the mount. */
+export async function tearDownVolumes(podDir: string, flex?: FlexVolumes): Promise<void> {
+  await flex?.tearDownPod(podDir, unmount, isMountPoint);
   for (const m of await mountsUnder(podDir)) {
     await unmount(m).catch((err: unknown) => {
       throw new Error(`unmounting ${m}: ${err instanceof Error ? err.message : String(err)}`);
@@ -378,7 +389,7 @@ export function containerMounts(pod: Pod, c: Container, podDir: string): Mount[]
     const sub = typeof m.subPath === 'string' && m.subPath !== '' ? m.subPath : undefined;
     const plugin = pluginOf(v)!;
     const mount: Mount = { containerPath: String(m.mountPath), hostPath: sub ? join(base, normalize(sub)) : base };
-    if (m.readOnly === true || READ_ONLY_PLUGINS.has(plugin)) mount.readonly = true;
+    if (m.readOnly === true || READ_ONLY_PLUGINS.has(plugin) || (plugin === 'flexVolume' && v.flexVolume.readOnly === true)) mount.readonly = true;
     if (m.mountPropagation === 'HostToContainer') mount.propagation = 'PROPAGATION_HOST_TO_CONTAINER';
     else if (m.mountPropagation === 'Bidirectional') mount.propagation = 'PROPAGATION_BIDIRECTIONAL';
     out.push(mount);

@@ -188,6 +188,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     },
     masterServiceNamespace: options.masterServiceNamespace,
     credentials: credentialProviders(options, log),
+    volumePluginDir: options.volumePluginDir,
   };
   for (const line of networkOptionNotes(options).lines) log('info', line);
   if (options.runonce) config.stopPodsOnExit = !runtime.detach;
