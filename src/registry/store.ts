@@ -74,6 +74,11 @@ export interface Admission {
   validate?(attrs: AdmissionAttributes): Promise<void>;
   /** The plugin handles CONNECT (Kubernetes' Handles(admission.Connect)); a chain calls only these for it. */
   handlesConnect?: boolean;
+  /**
+   * Whether the plugin can act at all on this kind (any subresource) and operation, as Kubernetes' Handles: a
+   * chain skips it for the others (worked out once per kind and operation). Absent: every request.
+   */
+  handles?(decl: KindDecl, operation: Operation): boolean;
 }
 
 export interface StoreDeps {

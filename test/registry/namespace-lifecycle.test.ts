@@ -12,7 +12,9 @@ import { StatusError } from '../../src/registry/errors.js';
 import type { KObject } from '../../src/registry/kind.js';
 import { namespaceKind } from '../../src/registry/kinds/namespace.js';
 import { pvcKind } from '../../src/registry/kinds/pvc.js';
-import { namespaceLifecycle } from '../../src/registry/admission/namespace-lifecycle.js';
+import { chainAdmission, namespaceLifecycle } from '../../src/registry/admission/namespace-lifecycle.js';
+import type { Admission, AdmissionAttributes, Operation } from '../../src/registry/store.js';
+import { podKind } from '../../src/registry/kinds/pod/index.js';
 import { eventually } from '../helpers/eventually.js';
 
 async function code(p: Promise<unknown>): Promise<number> {
@@ -78,5 +80,42 @@ describe('NamespaceLifecycle admission', () => {
     obj.status = { phase: 'Terminating' };
     await kv.update(key, Buffer.from(JSON.stringify(obj)), cur!.modRevision);
     await eventually('creates refused with 403', async () => (await code(claims.create({ namespace: 'shared' }, claim(`x${Date.now()}`)))) === 403, { timeoutMs: 5000, intervalMs: 10 });
+  });
+});
+
+describe('admission chain', () => {
+  it('calls, in order, only the plugins that handle the kind and operation, and only those that handle CONNECT for it', async () => {
+    const calls: string[] = [];
+    const plugin = (name: string, handles?: Admission['handles'], handlesConnect = false): Admission => ({
+      ...(handles ? { handles } : {}),
+      ...(handlesConnect ? { handlesConnect } : {}),
+      mutate: async (a) => void calls.push(`${name} mutate ${a.decl.resource} ${a.operation}`),
+      validate: async (a) => void calls.push(`${name} validate ${a.decl.resource} ${a.operation}`),
+    });
+    const chain = chainAdmission([
+      plugin('all'),
+      plugin('pods', (d) => d.resource === 'pods'),
+      plugin('pvc-create', (d, op) => d.resource === 'persistentvolumeclaims' && op === 'CREATE'),
+      plugin('exec', undefined, true),
+    ]);
+    const attrs = (decl: AdmissionAttributes['decl'], operation: Operation): AdmissionAttributes => ({
+      operation, decl, namespace: 'ns', name: 'x', subresource: '', object: {}, dryRun: false, warnings: [], annotate: () => {},
+    });
+    for (const [decl, op] of [[pvcKind, 'CREATE'], [pvcKind, 'UPDATE'], [podKind, 'DELETE'], [pvcKind, 'CREATE'], [podKind, 'CONNECT']] as const) {
+      await chain.mutate!(attrs(decl, op));
+      await chain.validate!(attrs(decl, op));
+    }
+    assert.deepEqual(calls, [
+      'all mutate persistentvolumeclaims CREATE', 'pvc-create mutate persistentvolumeclaims CREATE', 'exec mutate persistentvolumeclaims CREATE',
+      'all validate persistentvolumeclaims CREATE', 'pvc-create validate persistentvolumeclaims CREATE', 'exec validate persistentvolumeclaims CREATE',
+      'all mutate persistentvolumeclaims UPDATE', 'exec mutate persistentvolumeclaims UPDATE',
+      'all validate persistentvolumeclaims UPDATE', 'exec validate persistentvolumeclaims UPDATE',
+      'all mutate pods DELETE', 'pods mutate pods DELETE', 'exec mutate pods DELETE',
+      'all validate pods DELETE', 'pods validate pods DELETE', 'exec validate pods DELETE',
+      'all mutate persistentvolumeclaims CREATE', 'pvc-create mutate persistentvolumeclaims CREATE', 'exec mutate persistentvolumeclaims CREATE',
+      'all validate persistentvolumeclaims CREATE', 'pvc-create validate persistentvolumeclaims CREATE', 'exec validate persistentvolumeclaims CREATE',
+      'exec mutate pods CONNECT', 'exec validate pods CONNECT',
+    ]);
+    assert.equal(chain.handlesConnect, true);
   });
 });

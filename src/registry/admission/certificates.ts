@@ -14,7 +14,8 @@ import { resourceAttributes } from '../kinds/authorization/attributes.js';
 import { CERTIFICATES_GROUP, csrOf, SIGNER_KUBE_APISERVER_CLIENT } from '../kinds/certificates/index.js';
 import type { Admission, AdmissionAttributes } from '../store.js';
 
-const isCSR = (a: AdmissionAttributes) => a.decl.group === CERTIFICATES_GROUP && a.decl.resource === 'certificatesigningrequests';
+const isCSRKind = (d: { group: string; resource: string }) => d.group === CERTIFICATES_GROUP && d.resource === 'certificatesigningrequests';
+const isCSR = (a: AdmissionAttributes) => isCSRKind(a.decl);
 
 function refuse(a: AdmissionAttributes, message: string): Error {
   return apiErrors.forbidden({ group: a.decl.group, resource: a.decl.resource }, a.name, message);
@@ -34,6 +35,7 @@ const signerOf = (a: AdmissionAttributes): string => (a.object?.['spec']?.signer
 
 export function certificateApproval(authz: () => AccessAuthorizer | undefined): Admission {
   return {
+    handles: (d, op) => op === 'UPDATE' && isCSRKind(d),
     async validate(a) {
       if (!isCSR(a) || a.operation !== 'UPDATE' || a.subresource !== 'approval') return;
       const signer = signerOf(a);
@@ -44,6 +46,7 @@ export function certificateApproval(authz: () => AccessAuthorizer | undefined): 
 
 export function certificateSigning(authz: () => AccessAuthorizer | undefined): Admission {
   return {
+    handles: (d, op) => op === 'UPDATE' && isCSRKind(d),
     async validate(a) {
       if (!isCSR(a) || a.operation !== 'UPDATE' || a.subresource !== 'status') return;
       if ((a.oldObject?.['status']?.certificate ?? '') === (a.object?.['status']?.certificate ?? '')) return;
@@ -55,7 +58,7 @@ export function certificateSigning(authz: () => AccessAuthorizer | undefined): A
 
 export function certificateSubjectRestriction(): Admission {
   return {
-     
+    handles: (d, op) => op === 'CREATE' && isCSRKind(d),
     async validate(a) {
       if (!isCSR(a) || a.operation !== 'CREATE' || a.subresource !== '' || !a.object) return;
       if (signerOf(a) !== SIGNER_KUBE_APISERVER_CLIENT) return;

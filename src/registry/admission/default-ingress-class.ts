@@ -15,6 +15,7 @@ const CLASS_ANNOTATION = 'kubernetes.io/ingress.class';
 export function defaultIngressClass(classes: () => ResourceStore | undefined): Admission {
   const cached = lister(classes);
   return {
+    handles: (d, op) => op === 'CREATE' && d.group === 'networking.k8s.io' && d.resource === 'ingresses',
     async mutate(a) {
       if (a.operation !== 'CREATE' || a.decl.group !== 'networking.k8s.io' || a.decl.resource !== 'ingresses' || a.subresource !== '' || !a.object) return;
       const spec = podSpec(a.object);

@@ -15,6 +15,7 @@ export const BETA_STORAGE_CLASS_ANNOTATION = 'volume.beta.kubernetes.io/storage-
 export function defaultStorageClass(storageClasses: () => ResourceStore | undefined): Admission {
   const classes = lister(storageClasses);
   return {
+    handles: (d, op) => op === 'CREATE' && d.group === '' && d.resource === 'persistentvolumeclaims',
     async mutate(a) {
       if (a.operation !== 'CREATE' || a.decl.group !== '' || a.decl.resource !== 'persistentvolumeclaims' || a.subresource !== '' || !a.object) return;
       const spec = a.object['spec'];

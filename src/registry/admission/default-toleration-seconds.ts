@@ -24,6 +24,7 @@ function tolerates(tolerations: Toleration[], key: string): boolean {
 
 export function defaultTolerationSeconds(opts: DefaultTolerationSecondsOptions): Admission {
   return {
+    handles: (d, op) => (op === 'CREATE' || op === 'UPDATE') && d.group === '' && d.resource === 'pods',
     async mutate(a) {
       if (a.decl.group !== '' || a.decl.resource !== 'pods' || a.subresource !== '' || !a.object) return;
       if (a.operation !== 'CREATE' && a.operation !== 'UPDATE') return;

@@ -168,6 +168,8 @@ export function limitRanger(limitRanges: () => ResourceStore | undefined): Admis
   const refuse = (a: AdmissionAttributes, errs: string[]) =>
     apiErrors.forbidden({ group: a.decl.group, resource: a.decl.resource }, a.name, errs.length === 1 ? errs[0]! : `[${errs.join(', ')}]`);
   return {
+    handles: (d, op) =>
+      d.group === '' && ((d.resource === 'pods' && op === 'CREATE') || (d.resource === 'persistentvolumeclaims' && (op === 'CREATE' || op === 'UPDATE'))),
     async mutate(a) {
       if (applies(a) !== 'pod') return;
       const found = await ranges(a);

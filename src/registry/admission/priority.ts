@@ -72,6 +72,7 @@ async function admitPodCreate(a: AdmissionAttributes, spec: Json, classes: Liste
 export function priorityAdmission(priorityClasses: () => ResourceStore | undefined): Admission {
   const cached = lister(priorityClasses);
   return {
+    handles: (d) => (d.group === '' && d.resource === 'pods') || (d.group === 'scheduling.k8s.io' && d.resource === 'priorityclasses'),
     async mutate(a) {
       if (a.decl.group !== '' || a.decl.resource !== 'pods' || a.subresource !== '' || !a.object || !isObject(a.object['spec'])) return;
       const spec = a.object['spec'];

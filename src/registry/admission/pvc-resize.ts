@@ -41,6 +41,7 @@ async function allowResize(old: KObject, classes: ResourceStore | undefined): Pr
 
 export function pvcResize(storageClasses: () => ResourceStore | undefined): Admission {
   return {
+    handles: (d, op) => op === 'UPDATE' && d.group === '' && d.resource === 'persistentvolumeclaims',
     async validate(a: AdmissionAttributes) {
       if (a.operation !== 'UPDATE' || a.decl.group !== '' || a.decl.resource !== 'persistentvolumeclaims' || a.subresource !== '') return;
       if (!a.object || !a.oldObject || storageOf(a.object) <= storageOf(a.oldObject)) return;

@@ -48,6 +48,7 @@ export function runtimeClassAdmission(classes: () => ResourceStore | undefined):
   };
 
   return {
+    handles: (d, op) => op === 'CREATE' && d.group === '' && d.resource === 'pods',
     async mutate(a) {
       if (!applies(a)) return;
       const spec = podSpec(a.object!);

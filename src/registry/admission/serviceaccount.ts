@@ -177,6 +177,7 @@ export function serviceAccountAdmission(deps: ServiceAccountAdmissionDeps): Admi
     forbidden(a, `error looking up service account ${a.namespace}/${name}: serviceaccount ${JSON.stringify(name)} not found`);
 
   return {
+    handles: (d, op) => op === 'CREATE' && d.group === '' && d.resource === 'pods',
     async mutate(a) {
       if (!isPodCreate(a) || isMirror(a.object!)) return;
       const spec: Json = isObject(a.object!['spec']) ? a.object!['spec'] : (a.object!['spec'] = {});

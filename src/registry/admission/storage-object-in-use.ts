@@ -8,6 +8,7 @@ import type { Admission } from '../store.js';
 
 export function storageObjectInUseProtection(): Admission {
   return {
+    handles: (d, op) => op === 'CREATE' && d.group === '' && d.resource === 'persistentvolumeclaims',
     async mutate(a) {
       if (a.operation !== 'CREATE' || a.decl.group !== '' || a.decl.resource !== 'persistentvolumeclaims' || !a.object) return;
       const meta = (a.object.metadata ??= {});

@@ -9,6 +9,7 @@ export const TAINT_NODE_NOT_READY = 'node.kubernetes.io/not-ready';
 
 export function taintNodesByCondition(): Admission {
   return {
+    handles: (d, op) => op === 'CREATE' && d.group === '' && d.resource === 'nodes',
     async mutate(a) {
       if (a.operation !== 'CREATE' || a.decl.group !== '' || a.decl.resource !== 'nodes' || a.subresource !== '' || !a.object) return;
       const spec = (a.object['spec'] ??= {}) as Record<string, unknown>;
