@@ -154,7 +154,7 @@ export class NodeCgroups {
         this.c.log('info', `node allocatable enforced on ${this.podsCgroup}: ${describe(config)}`);
         return true;
       } catch (err) {
-        const message = `Failed to update Node Allocatable Limits ${JSON.stringify(cgroupNameText(this.podsCgroup))}: ${String(err)}`;
+        const message = `Failed to update Node Allocatable Limits ${cgroupNameText(this.podsCgroup)}: ${String(err)}`;
         this.c.event?.('Warning', 'FailedNodeAllocatableEnforcement', message);
         this.c.log('error', message);
         return false;
@@ -177,7 +177,7 @@ export class NodeCgroups {
     if (!listed) return;
     const config = cgroupConfigOf(reserved);
     try {
-      if (!this.fs.exists(name)) throw new Error(`${JSON.stringify(cgroupNameText(name))} cgroup does not exist`);
+      if (!this.fs.exists(name)) throw new Error(`${cgroupNameText(name)} cgroup does not exist`);
       await this.fs.update(name, config);
     } catch (err) {
       const message = `Failed to enforce ${who} Reserved Cgroup Limits on ${JSON.stringify(name)}: ${err instanceof Error ? err.message : String(err)}`;
