@@ -505,6 +505,8 @@ export class Agent implements ServerHost {
     const stillKnown = new Set([...known, ...this.workers.uids()]);
     const gone = await unmountOrphans(resolve(this.config.rootDir), stillKnown).catch(() => []);
     for (const m of gone) this.log('info', `unmounted ${m}: no source holds its pod`);
+    const cgroups = (await this.config.cgroups?.cleanupOrphans((uid) => this.workers.state(uid) !== undefined).catch(() => [])) ?? [];
+    for (const c of cgroups) this.log('info', `removed the cgroup ${c}: no source holds its pod`);
   }
 
   /** One measurement of every pod's volumes (--volume-stats-agg-period), as kubelet's volume stats cache. */
