@@ -48,7 +48,6 @@ import type { Pod } from './types.js';
 import { podFullName } from './types.js';
 import { PodWorkers } from './workers.js';
 import { ResourceManagers, type ResourceManagersConfig } from './cm/index.js';
-import { ResourceManagers, type ResourceManagersConfig } from './cm/index.js';
 
 export interface AgentServerConfig extends Omit<AgentServerOptions, 'cert' | 'key'> {
   certDir: string;
@@ -133,8 +132,6 @@ export interface AgentConfig {
   volumeStatsAggPeriodMs?: number;
   /** The CPU, memory and topology managers (cm/index.ts); none when unset. */
   resourceManagers?: ResourceManagersConfig;
-  /** The CPU, memory and topology managers (cm/index.ts); none when unset. */
-  resourceManagers?: ResourceManagersConfig;
   /** Host networking: the iptables utility chains and the pod CIDR given to the runtime (network/node-network.ts); none when unset. */
   network?: NodeNetworkConfig;
   /** --master-service-namespace (API-server mode): whose `kubernetes` Service every pod's service links include; default "default". */
@@ -185,7 +182,6 @@ export class Agent implements ServerHost {
   readonly containerGC: ContainerGC;
   readonly imageGC: ImageGC | undefined;
   readonly runtimeState: RuntimeState;
-  readonly resourceManagers: ResourceManagers | undefined;
   readonly resourceManagers: ResourceManagers | undefined;
   private gcTimers: NodeJS.Timeout[] = [];
   private sourcesReady = false;
@@ -275,7 +271,6 @@ export class Agent implements ServerHost {
       });
     }
     this.resourceManagers = config.resourceManagers ? new ResourceManagers(config.resourceManagers) : undefined;
-    this.resourceManagers = config.resourceManagers ? new ResourceManagers(config.resourceManagers) : undefined;
     if (config.eviction && config.eviction.thresholds.length > 0) this.evictionManager = new EvictionManager(config.eviction);
     if (config.containerLogs) this.logManager = new ContainerLogManager({ runtime: this.runtime, ...config.containerLogs, log: (l, m) => this.log(l, m) });
     this.syncer = new PodSyncer({
@@ -293,7 +288,6 @@ export class Agent implements ServerHost {
       ...(config.credentials ? { credentials: config.credentials } : {}),
       ...(this.flexVolumes ? { flexVolumes: this.flexVolumes } : {}),
       ...(config.allocatable ? { allocatable: config.allocatable } : {}),
-      ...(this.resourceManagers ? { resourceManagers: this.resourceManagers } : {}),
       ...(this.resourceManagers ? { resourceManagers: this.resourceManagers } : {}),
       resync: (uid) => this.workers.sync(uid),
       probeTerminationGracePeriod: config.featureGates?.ProbeTerminationGracePeriod === true,
@@ -328,16 +322,6 @@ export class Agent implements ServerHost {
     // A CRI runtime's first relist (the PLEG) before the node's first state
     await (this.runtime as Runtime & { relistNow?: () => Promise<void> }).relistNow?.();
     await this.runtimeState.start();
-    // the resource managers' state files (a mismatch stops the agent) and the CPU reconcile loop
-    this.resourceManagers?.start({
-      activePods: () => this.activePods(),
-      podStatus: (uid) => this.statusManager.getPodStatus(uid),
-      sourcesReady: () => this.sourcesReady,
-      updateContainerCpuset: async (id, cpus) => {
-        if (!this.runtime.updateContainerResources) throw new Error('the runtime cannot update container resources');
-        await this.runtime.updateContainerResources(id, { cpusetCpus: cpus });
-      },
-    });
     // the resource managers' state files (a mismatch stops the agent) and the CPU reconcile loop
     this.resourceManagers?.start({
       activePods: () => this.activePods(),
@@ -505,8 +489,6 @@ export class Agent implements ServerHost {
     const stillKnown = new Set([...known, ...this.workers.uids()]);
     const gone = await unmountOrphans(resolve(this.config.rootDir), stillKnown).catch(() => []);
     for (const m of gone) this.log('info', `unmounted ${m}: no source holds its pod`);
-    const cgroups = (await this.config.cgroups?.cleanupOrphans((uid) => this.workers.state(uid) !== undefined).catch(() => [])) ?? [];
-    for (const c of cgroups) this.log('info', `removed the cgroup ${c}: no source holds its pod`);
   }
 
   /** One measurement of every pod's volumes (--volume-stats-agg-period), as kubelet's volume stats cache. */
@@ -568,11 +550,6 @@ export class Agent implements ServerHost {
         reason = 'OutOfpods';
         message = `Node didn't have enough resource: pods, requested: 1, used: ${used}, capacity: ${capacity}`;
       }
-    }
-    if (message === undefined) {
-      // kubelet's resource-allocating admit handler (topology, CPU and memory managers)
-      const refused = this.resourceManagers?.admit(pod);
-      if (refused) ({ reason, message } = refused);
     }
     if (message === undefined) {
       // kubelet's resource-allocating admit handler (topology, CPU and memory managers)
@@ -676,7 +653,6 @@ export class Agent implements ServerHost {
     clearInterval(this.volumeStatsTimer);
     for (const t of this.gcTimers) clearInterval(t);
     this.runtimeState.stop();
-    this.resourceManagers?.stop();
     this.resourceManagers?.stop();
     this.logManager?.stop();
     this.memcg?.stop();

@@ -78,6 +78,12 @@ function textOf(spec: FlagSpec, field: string, v: unknown): string {
     case 'enum':
       if (typeof v === 'string') return v;
       if (typeof v === 'number' && spec.type === 'string') return String(v);
+      if (field === 'reservedMemory' && Array.isArray(v)) {
+        // [{numaNode: 0, limits: {memory: 1Gi}}] -> 0:memory=1Gi;...
+        return v
+          .map((r) => (isObject(r) && typeof r.numaNode === 'number' && isObject(r.limits) ? `${r.numaNode}:${Object.entries(r.limits).map(([k, q]) => `${k}=${String(q)}`).join(',')}` : bad('a list of {numaNode, limits}')))
+          .join(';');
+      }
       return bad('a string');
     case 'strings':
     case 'cidrs':

@@ -104,11 +104,6 @@ export interface PodSyncerOptions {
     containerCpusets(pod: Pod, c: Container): { cpusetCpus?: string; cpusetMems?: string };
     containerCreated(pod: Pod, c: Container, containerId: string): void;
   };
-  /** The CPU and memory managers (cm/index.ts): cpusets of new containers. */
-  resourceManagers?: {
-    containerCpusets(pod: Pod, c: Container): { cpusetCpus?: string; cpusetMems?: string };
-    containerCreated(pod: Pod, c: Container, containerId: string): void;
-  };
   /** Before a pod's sandbox is made: its cgroup (cgroups/manager.ts ensurePod); a failure fails the pass. */
   beforeSandbox?: (pod: Pod) => Promise<void>;
 }
@@ -543,7 +538,6 @@ export class PodSyncer implements PodLifecycle {
     }
     this.containerEvent(pod, c, 'Normal', 'Created', `Created container ${c.name}`);
     this.o.resourceManagers?.containerCreated(pod, c, id);
-    this.o.resourceManagers?.containerCreated(pod, c, id);
     await this.remember(st, c.name, id);
     try {
       await this.o.runtime.startContainer(id);
@@ -621,9 +615,6 @@ export class PodSyncer implements PodLifecycle {
       if (c.stdin === true) config.stdin = true;
       if (c.stdinOnce === true) config.stdinOnce = true;
     }
-    // kubelet's PreCreateContainer: the CPU and memory managers' cpusets (both runtimes)
-    const cpusets = this.o.resourceManagers?.containerCpusets(pod, c) ?? {};
-    if (Object.keys(cpusets).length > 0) config.resources = { ...(config.resources ?? {}), ...cpusets };
     // kubelet's PreCreateContainer: the CPU and memory managers' cpusets (both runtimes)
     const cpusets = this.o.resourceManagers?.containerCpusets(pod, c) ?? {};
     if (Object.keys(cpusets).length > 0) config.resources = { ...(config.resources ?? {}), ...cpusets };

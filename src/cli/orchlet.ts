@@ -17,7 +17,6 @@ import { checkIptablesBits } from '../agent/network/iptables-util.js';
 import { networkOptionNotes } from '../agent/network/dockershim-options.js';
 import { runOnce } from '../agent/runonce.js';
 import { resourceManagersFromOptions } from '../agent/cm/index.js';
-import { resourceManagersFromOptions } from '../agent/cm/index.js';
 import { nodeCgroupsFromOptions } from '../agent/cgroups/options.js';
 import { checkCgroupOptions } from '../agent/cgroups/manager.js';
 import { credentialProvidersFromOptions } from '../agent/credentialprovider/plugin.js';
@@ -130,9 +129,6 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
   // kubelet: --reserved-cpus replaces the cpu of --orch-reserved and --system-reserved (allocatable too)
   const managers = resourceManagersFromOptions(options, log);
   [options.orchReserved, options.systemReserved] = managers.reserved;
-  // kubelet: --reserved-cpus replaces the cpu of --orch-reserved and --system-reserved (allocatable too)
-  const managers = resourceManagersFromOptions(options, log);
-  [options.orchReserved, options.systemReserved] = managers.reserved;
   const maxPods = podCapacity(options.maxPods, options.podsPerCore, cpus().length || 1);
   let thresholds;
   try {
@@ -181,7 +177,6 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     keepTerminatedPodVolumes: options.keepTerminatedPodVolumes,
     mounterPath: options.experimentalMounterPath,
     volumeStatsAggPeriodMs: options.volumeStatsAggPeriod,
-    resourceManagers: managers.config,
     resourceManagers: managers.config,
     // kubelet's initNetworkUtil (Linux) and updatePodCIDR
     network: {

@@ -85,9 +85,6 @@ const SUPPORTED = [
   // resource managers (src/agent/cm)
   'cpu-manager-policy', 'cpu-manager-policy-options', 'cpu-manager-reconcile-period', 'reserved-cpus', 'memory-manager-policy',
   'reserved-memory', 'topology-manager-policy', 'topology-manager-scope',
-  // resource managers (src/agent/cm)
-  'cpu-manager-policy', 'cpu-manager-policy-options', 'cpu-manager-reconcile-period', 'reserved-cpus', 'memory-manager-policy',
-  'reserved-memory', 'topology-manager-policy', 'topology-manager-scope',
   'azure-container-registry-config', 'cloud-config', 'cloud-provider',
   'orchconfig', 'hostname-override', 'node-ip', 'config', 'root-dir', 'pod-manifest-path', 'container-runtime',
   'container-runtime-endpoint', 'v', 'help', 'version', 'feature-gates', 'port', 'address', 'read-only-port',

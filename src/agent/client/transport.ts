@@ -58,8 +58,7 @@ export class Transport {
   private readonly active = new WeakMap<ClientHttp2Session, number>();
   /** Sessions opened so far (tests and the bench read it). */
   sessionsOpened = 0;
-  /** Bumped by reset(): a connection opened before it is not used. */
-  private generation = 0;
+  private closed = false;
 
   constructor(private readonly config: ClientConfig) {
     this.url = new URL(config.server);
@@ -83,6 +82,7 @@ export class Transport {
   }
 
   async send(req: TransportRequest, onStart?: (abort: () => void) => void): Promise<TransportResponse> {
+    if (this.closed) this.closed = false; // a closed transport reconnects when used again
     if (this.protocol !== 'http/1.1') {
       for (let attempt = 0; ; attempt++) {
         const session = await this.h2Session();
@@ -103,7 +103,6 @@ export class Transport {
 
   /** Closes every connection now (in-flight requests and watches end); later requests reconnect. */
   reset(): void {
-    this.generation++;
     const s = this.session;
     this.session = undefined;
     this.connecting = undefined;
@@ -114,8 +113,9 @@ export class Transport {
     a?.destroy();
   }
 
-  /** Closes the connections (after the last request; a later request connects again). */
+  /** Closes the connections (idle ones at once; use after the last request). */
   close(): void {
+    this.closed = true;
     this.reset();
   }
 
@@ -124,18 +124,12 @@ export class Transport {
   private h2Session(): Promise<ClientHttp2Session | undefined> {
     const s = this.session;
     if (s && !s.closed && !s.destroyed) return Promise.resolve(s);
-    if (!this.connecting) {
-      const p: Promise<ClientHttp2Session | undefined> = this.openSession().finally(() => {
-        if (this.connecting === p) this.connecting = undefined;
-      });
-      this.connecting = p;
-    }
+    this.connecting ??= this.openSession().finally(() => (this.connecting = undefined));
     return this.connecting;
   }
 
   /** Opens a TLS connection offering h2 and http/1.1; the session if h2 was picked, else undefined (HTTP/1.1 from now on). */
   private openSession(): Promise<ClientHttp2Session | undefined> {
-    const generation = this.generation;
     return new Promise((resolve, reject) => {
       const socket: TLSSocket = tlsConnect({
         host: this.url.hostname.replace(/^\[|\]$/g, ''),
@@ -150,12 +144,6 @@ export class Transport {
       socket.once('error', fail);
       socket.once('secureConnect', () => {
         socket.off('error', fail);
-        if (generation !== this.generation) {
-          // reset (a rotated certificate) while connecting: connect again with the new settings
-          socket.destroy();
-          resolve(this.h2Session());
-          return;
-        }
         if (socket.alpnProtocol !== 'h2') {
           socket.destroy();
           this.protocol = 'http/1.1';

@@ -34,7 +34,6 @@ import {
   type ImageInfo,
   type ImageService,
   type LinuxContainerResources,
-  type LinuxContainerResources,
   type PodSandbox,
   type PodSandboxConfig,
   type Runtime,
@@ -452,11 +451,6 @@ export class CriRuntime implements Runtime {
   /** UpdateRuntimeConfig with the pod CIDR (network_config.pod_cidr), as kubelet's UpdatePodCIDR. */
   async updatePodCIDR(cidr: string): Promise<void> {
     await criCall(this.client.updateRuntimeConfig(cidr));
-  }
-
-  async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {
-    this.checkOpen();
-    await criCall(this.client.updateContainerResources(id, { ...resources }));
   }
 
   async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {

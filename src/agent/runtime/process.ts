@@ -17,7 +17,6 @@ import { resolveIdentity, type ProcessIdentity } from './identity.js';
 import { launch, signalGroup } from './launcher.js';
 import { Spawner, type RemoteProcess } from './spawner.js';
 import { pinNewGroup, setGroupAffinity } from '../cm/affinity.js';
-import { pinNewGroup, setGroupAffinity } from '../cm/affinity.js';
 import { attachToOutputs, dialHostPort, startExecSession } from './process-streaming.js';
 import type { Duplex } from 'node:stream';
 import {
@@ -32,7 +31,6 @@ import {
   type ExecSession,
   type StreamOptions,
   type ExecSyncResult,
-  type LinuxContainerResources,
   type LinuxContainerResources,
   type PodSandbox,
   type PodSandboxConfig,
@@ -185,9 +183,6 @@ export class ProcessRuntime implements Runtime {
     // cpuset.cpus as CPU affinity (best effort, cm/affinity.ts)
     const cpus = config.resources?.cpusetCpus;
     if (cpus !== undefined && child.pid !== undefined) pinNewGroup(child.pid, cpus);
-    // cpuset.cpus as CPU affinity (best effort, cm/affinity.ts)
-    const cpus = config.resources?.cpusetCpus;
-    if (cpus !== undefined && child.pid !== undefined) pinNewGroup(child.pid, cpus);
     child.stdout.on('data', (chunk: Buffer) => log.write('stdout', chunk));
     child.stderr.on('data', (chunk: Buffer) => log.write('stderr', chunk));
     rec.exited = new Promise<void>((resolve) => {
@@ -331,16 +326,6 @@ export class ProcessRuntime implements Runtime {
   }
 
   /** Memory (RSS) and process count of a running container's process group, from /proc. */
-  /** Only cpusetCpus applies: the CPU affinity of the container's processes (taskset, best effort). */
-  async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {
-    const rec = this.runningRecord(id);
-    const pid = rec.child?.pid;
-    if (resources.cpusetCpus === undefined || pid === undefined) return;
-    rec.config.resources = { ...(rec.config.resources ?? {}), cpusetCpus: resources.cpusetCpus };
-    const err = await setGroupAffinity(pid, resources.cpusetCpus);
-    if (err !== undefined) throw new RuntimeError('Failed', `setting the CPU affinity of container ${id}: ${err}`);
-  }
-
   /** Only cpusetCpus applies: the CPU affinity of the container's processes (taskset, best effort). */
   async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {
     const rec = this.runningRecord(id);

@@ -297,8 +297,6 @@ export interface Runtime {
   reopenContainerLog?(id: string): Promise<void>;
   /** Changes a running container's resources (CRI UpdateContainerResources; unset fields stay); the CPU manager sets cpusets. */
   updateContainerResources?(id: string, resources: LinuxContainerResources): Promise<void>;
-  /** Changes a running container's resources (CRI UpdateContainerResources; unset fields stay); the CPU manager sets cpusets. */
-  updateContainerResources?(id: string, resources: LinuxContainerResources): Promise<void>;
   /** Gives the runtime the node's pod CIDR (CRI UpdateRuntimeConfig); runtimes without a pod network leave it unset. */
   updatePodCIDR?(cidr: string): Promise<void>;
   /** Resource usage of a running container, where the runtime can tell. */
