@@ -441,8 +441,13 @@ void describe('agent options: --config (KubeletConfiguration)', () => {
     refused([`--config=${wrongType}`], /maxPods: expected a number, got "many"/);
     const badValue = write('value.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nport: 0\n');
     refused([`--config=${badValue}`], /field port: invalid value "0" for --port: must be between 1 and 65535/);
-    const later = write('later.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\n');
-    refused([`--config=${later}`], /field cpuManagerPolicy: not implemented yet \(--cpu-manager-policy\)/);
+    const managers = write(
+      'managers.yaml',
+      'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedMemory:\n- numaNode: 0\n  limits:\n    memory: 1Gi\n- numaNode: 1\n  limits:\n    memory: 100Mi\n    hugepages-2Mi: 2Mi\n',
+    );
+    const fromFile = parseAgentOptions([`--config=${managers}`]);
+    assert.equal(fromFile.cpuManagerPolicy, 'static');
+    assert.equal(fromFile.reservedMemory, '0:memory=1Gi;1:memory=100Mi,hugepages-2Mi=2Mi');
     const atDefault = write('default.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: none\n');
     assert.equal(parseAgentOptions([`--config=${atDefault}`]).cpuManagerPolicy, 'none');
     refused([`--config=${join(tmp, 'missing.yaml')}`], /failed to read the configuration file .*missing\.yaml/);
@@ -479,7 +484,7 @@ void describe('agent options: not implemented yet', () => {
     // both spellings of a renamed option reach the same field (once refused under the spelling used)
     assert.equal(parseAgentOptions(['--kube-reserved-cgroup=/k']).orchReservedCgroup, '/k');
     assert.equal(parseAgentOptions(['--orch-reserved-cgroup=/k']).orchReservedCgroup, '/k');
-    refused(['--cpu-manager-policy=static'], '--cpu-manager-policy: not implemented yet');
+    assert.equal(parseAgentOptions(['--cpu-manager-policy=static']).cpuManagerPolicy, 'static');
   });
 
   void it('refuses every later option, each with a valid value', () => {
