@@ -9,13 +9,14 @@
  */
 import { request as httpsRequest } from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import { isIP, type Socket } from 'node:net';
+import { isIP } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { apiErrors, StatusError } from '../registry/errors.js';
 import { apiVersionOf, type ActionSubresource, type ConnectorSubresource, type KObject, type KindDecl, type SubresourceContext } from '../registry/kind.js';
 import { cannotBeHandledMessage, checkFields, parseBody } from '../registry/decode.js';
 import { REF_PREFIX, type Definitions } from '../registry/schema.js';
 import { canEncodeProtobuf, decodeKubernetesProtobuf } from '../registry/protobuf.js';
+import type { Dialer } from '../util/dial.js';
 import { bodyFormat, readBody } from './body.js';
 import type { ApiRequest, ApiResponse } from './http.js';
 import { isUpgradeRequest, proxyUpgrade, upgradeConnection } from './streaming.js';
@@ -28,7 +29,7 @@ export interface AgentTransport {
   /** Time to wait for the agent to answer (headers), in ms. */
   timeoutMs?: number;
   /** The cluster egress (--egress-selector-config-file): opens the TCP connection to the agent, e.g. through an HTTP CONNECT proxy. */
-  dial?: (host: string, port: number) => Promise<Socket>;
+  dial?: Dialer;
 }
 
 /** Decodes an action's body as one of its body kinds (a body without apiVersion and kind is the first). */

@@ -13,6 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { apiErrors, StatusError } from '../registry/errors.js';
 import { dialUpgrade, readAll, splice, type DialResult } from '../util/upgrade.js';
+import { viaDialer, type Dialer } from '../util/dial.js';
 import type { ApiRequest, ApiResponse } from './http.js';
 
 /** The raw connection of an HTTP/1.1 upgrade request, and the bytes read past its head. */
@@ -50,6 +51,8 @@ export interface UpgradeTransport {
   cert?: string | Buffer;
   key?: string | Buffer;
   timeoutMs?: number;
+  /** The cluster egress (--egress-selector-config-file): opens the connection to the agent. */
+  dial?: Dialer;
 }
 
 /** Request headers that stay with the server: its own credentials, hop-by-hop proxy headers, impersonation. */
@@ -90,6 +93,7 @@ export async function proxyUpgrade(req: ApiRequest, res: ApiResponse, conn: Upgr
       ...(transport.cert !== undefined ? { cert: transport.cert } : {}),
       ...(transport.key !== undefined ? { key: transport.key } : {}),
       ...(transport.timeoutMs !== undefined ? { timeoutMs: transport.timeoutMs } : {}),
+      ...(transport.dial ? { createConnection: viaDialer(transport.dial, url.protocol === 'https:') } : {}),
       signal: gone.signal,
     });
   } catch (err) {

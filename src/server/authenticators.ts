@@ -4,6 +4,7 @@
  * --proxy-client-cert-file/--proxy-client-key-file pair: the server's own identity when it calls out,
  * loaded and checked here; the aggregation layer (not built yet) is what presents it.
  */
+import type { Dialer } from '../util/dial.js';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { bootstrapTokenAuthenticator, BOOTSTRAP_NAMESPACE } from '../filters/authn/bootstrap.js';
@@ -16,7 +17,7 @@ import type { ServerOptions } from './options.js';
 import type { ServerConfig } from './server.js';
 
 /** Bootstrap tokens, OIDC, then the token webhook: the order kube-apiserver asks them in after service accounts. */
-export function extraTokenAuthenticators(o: ServerOptions, registry: () => Registry, apiAudiences: readonly string[]): TokenAuthenticator[] {
+export function extraTokenAuthenticators(o: ServerOptions, registry: () => Registry, apiAudiences: readonly string[], controlplane?: Dialer): TokenAuthenticator[] {
   const list: TokenAuthenticator[] = [];
   if (o.enableBootstrapTokenAuth) {
     const getSecret = async (name: string) => {
@@ -44,6 +45,7 @@ export function extraTokenAuthenticators(o: ServerOptions, registry: () => Regis
         ...(o.oidcGroupsPrefix !== undefined ? { groupsPrefix: o.oidcGroupsPrefix } : {}),
         requiredClaims: o.oidcRequiredClaim ?? {},
         signingAlgs: o.oidcSigningAlgs,
+        ...(controlplane ? { dial: controlplane } : {}),
       });
     } catch (e) {
       throw new Error(`--oidc-ca-file ${o.oidcCaFile ?? ''}: ${(e as Error).message}`, { cause: e });
@@ -57,6 +59,7 @@ export function extraTokenAuthenticators(o: ServerOptions, registry: () => Regis
         version: o.authenticationTokenWebhookVersion,
         cacheTTLMs: o.authenticationTokenWebhookCacheTtl,
         apiAudiences,
+        ...(controlplane ? { dial: controlplane } : {}),
       }),
     );
   }

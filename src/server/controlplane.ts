@@ -24,6 +24,7 @@ import type { ServerOptions } from './options.js';
 import { createApiServer, type ApiServer, type ServerConfig } from './server.js';
 import { agentTransportFrom, kindSettingsFrom } from './kindsettings.js';
 import { loadEgressSelectorConfig } from './egress.js';
+import type { Dialer } from '../util/dial.js';
 import { createLogger, type LogFormat, type Logger } from '../util/log.js';
 import { instrumentStorage, registerStorageMetrics } from './storage-metrics.js';
 import { traceStorage } from '../storage/tracing.js';
@@ -188,12 +189,18 @@ export async function createControlPlane(
   const transformMetrics = new TransformationMetrics();
   // --admission-control-config-file: read before anything is opened, so that a bad file stops the start.
   const pluginConfig = loadAdmissionConfig(options.admissionControlConfigFile, options.admissionPlugins);
-  // --egress-selector-config-file: read before anything opens; its cluster dialer reaches node agents.
+  // --egress-selector-config-file: read before anything opens; a dialer per proxied egress type (cluster,
+  // controlplane, etcd), handed to the parts that dial out.
   const egress = options.egressSelectorConfigFile ? loadEgressSelectorConfig(options.egressSelectorConfigFile) : undefined;
   const encryption = options.encryptionProviderConfig ? loadEncryptionConfig(options.encryptionProviderConfig, transformMetrics) : undefined;
   let storage: Storage;
   try {
-    storage = await openStorage({ ...storageConfigFrom(options), log: logger, ...(encryption ? { transformers: encryption.transformers } : {}) });
+    storage = await openStorage({
+      ...storageConfigFrom(options),
+      log: logger,
+      ...(encryption ? { transformers: encryption.transformers } : {}),
+      ...(egress?.etcd ? { dial: egress.etcd } : {}),
+    });
   } catch (err) {
     encryption?.close();
     throw err;
@@ -211,7 +218,8 @@ export async function createControlPlane(
     cfg.authorizer = authz;
     if (overrides.securePort !== undefined) cfg.securePort = overrides.securePort;
     cfg.apiAudiences = apiAudiencesFrom(options);
-    cfg.tokenAuthenticators = [serviceAccountTokens, ...extraTokenAuthenticators(options, () => registry, cfg.apiAudiences)];
+    cfg.tokenAuthenticators = [serviceAccountTokens, ...extraTokenAuthenticators(options, () => registry, cfg.apiAudiences, egress?.controlplane)];
+    if (egress?.controlplane && cfg.audit?.webhook) cfg.audit.webhook.dial = egress.controlplane;
     const requestHeader = requestHeaderFrom(options);
     if (requestHeader) cfg.requestHeader = requestHeader;
     loadProxyClient(options);
@@ -248,7 +256,7 @@ export async function createControlPlane(
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
     admission: chainAdmission([
-      ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig),
+      ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig, egress?.cluster),
       rbacEscalationAdmission({ resolver: () => resolver, authorizer: () => authz }),
     ]),
     settings: { ...kindSettingsFrom(options), authorizer: authz, serviceNetwork, ...serviceAccounts.settings },
@@ -270,6 +278,7 @@ export async function createControlPlane(
         version: options.authorizationWebhookVersion,
         authorizedTTLMs: options.authorizationWebhookCacheAuthorizedTtl,
         unauthorizedTTLMs: options.authorizationWebhookCacheUnauthorizedTtl,
+        ...(egress?.controlplane ? { dial: egress.controlplane } : {}),
       },
       registry,
       resolver,
@@ -300,6 +309,7 @@ export async function createControlPlane(
     proxyClient: loadProxyClient(options),
     enableAggregatorRouting: options.enableAggregatorRouting,
     ...(server.tracer ? { tracer: server.tracer } : {}),
+    ...(egress?.cluster ? { dial: egress.cluster } : {}),
     log: server.logger,
   });
   installApi(server.mux, {
@@ -445,6 +455,8 @@ function admissionPlugins(
   namespaces: () => ReturnType<Registry['store']>,
   registry: () => Registry,
   pluginConfig: PluginConfigReader,
+  /** The cluster egress: admission webhook calls go through it. */
+  cluster?: Dialer,
 ): Admission[] {
   const on = new Set(options.admissionPlugins);
   const plugins: Admission[] = [];
@@ -468,7 +480,8 @@ function admissionPlugins(
     if (!cfg) throw new Error('ImagePolicyWebhook: no configuration given (the imagePolicy of --admission-control-config-file)');
     const config = parseImagePolicyConfig(cfg.object, cfg.source);
     const target = loadWebhookFor('ImagePolicyWebhook kubeConfigFile', config.kubeConfigFile);
-    plugins.push(imagePolicyWebhook({ config, review: (review) => postJSON(target, JSON.stringify(review), 30_000) }));
+    const via = cluster ? { ...target, dial: cluster } : target;
+    plugins.push(imagePolicyWebhook({ config, review: (review) => postJSON(via, JSON.stringify(review), 30_000) }));
   }
   if (on.has('PodSecurity')) {
     const cfg = pluginConfig('PodSecurity');
@@ -524,6 +537,7 @@ function admissionPlugins(
       featureGates: options.featureGates,
       settings: () => registry().settings,
         ...(auth ? { auth } : {}),
+        ...(cluster ? { dial: cluster } : {}),
       };
     };
     if (on.has('MutatingAdmissionWebhook')) plugins.push(mutatingWebhookAdmission(deps('MutatingAdmissionWebhook', 'mutatingwebhookconfigurations')));

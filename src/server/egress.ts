@@ -1,21 +1,25 @@
 /**
  * --egress-selector-config-file: the EgressSelectorConfiguration (apiserver.k8s.io/v1beta1, or v1alpha1
- * where `master` names the control plane) choosing how the server dials out, per egress type: `cluster`
- * (node agents), `controlplane` and `etcd`. Direct dials as without the file; HTTPConnect over TCP opens a
- * tunnel with an HTTP CONNECT to the proxy (TLS to the proxy when its URL is https, with the file's CA and
- * client certificate). Built so far: HTTPConnect over TCP for the cluster type (node-agent calls such as
- * `kubectl logs`); the Unix-socket transport, the GRPC protocol, and a proxy for the controlplane and etcd
- * types are refused at startup as not implemented yet.
+ * where `master` names the control plane) choosing how the server dials out, per egress type:
+ *   - `cluster`: node agents (logs, exec/attach/port-forward, proxy), admission webhooks, aggregated API servers;
+ *   - `controlplane`: the authentication, authorization and audit webhooks and OIDC discovery;
+ *   - `etcd`: the storage's etcd client.
+ * Direct dials as without the file. HTTPConnect opens a tunnel with an HTTP CONNECT to the proxy, over TCP
+ * (TLS to the proxy when its URL is https, with the file's CA and client certificate) or over a Unix socket
+ * (uds.udsName). GRPC speaks konnectivity's proxy protocol (egress/konnectivity.ts) over a Unix socket, or
+ * over TCP (TLS for https URLs). Each dial opens its own connection to the proxy, as kube-apiserver 1.23.
  */
 import { readFileSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import type { Dialer } from '../util/dial.js';
 import { yaml } from '../util/yaml.js';
+import { konnectivityDialer } from './egress/konnectivity.js';
 
 export const EGRESS_API_VERSIONS = ['apiserver.k8s.io/v1beta1', 'apiserver.k8s.io/v1alpha1', 'apiserver.config.k8s.io/v1alpha1'];
 
 /** Opens a TCP connection to host:port the way the egress type says. */
-export type EgressDialer = (host: string, port: number) => Promise<Socket>;
+export type EgressDialer = Dialer;
 
 export interface EgressSelection {
   cluster?: EgressDialer;
@@ -23,12 +27,14 @@ export interface EgressSelection {
   etcd?: EgressDialer;
 }
 
-interface TcpTransport {
-  url: URL;
+interface TlsFiles {
   ca?: string;
   cert?: string;
   key?: string;
 }
+
+/** Where the proxy listens: a TCP URL (http or https) or a Unix socket. */
+type ProxyAddress = { url: URL; tls: TlsFiles } | { uds: string };
 
 function text(v: unknown): string {
   return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
@@ -99,59 +105,91 @@ export function loadEgressSelectorConfig(path: string): EgressSelection {
       errs.push(`${base}.connection.transport: Invalid value: "": tcp and uds cannot both be set`);
       return;
     }
-    if (transport.uds) throw new Error(`--egress-selector-config-file: ${base}: the uds transport is not implemented yet`);
-    if (protocol === 'GRPC') throw new Error(`--egress-selector-config-file: ${base}: the GRPC proxy protocol is not implemented yet`);
-    const tcp = (transport.tcp && typeof transport.tcp === 'object' ? transport.tcp : undefined) as Record<string, unknown> | undefined;
-    if (!tcp) {
-      errs.push(`${base}.connection.transport: Required value: tcp or uds must be set`);
-      return;
-    }
-    const urlText = typeof tcp.url === 'string' ? tcp.url : '';
-    let url: URL;
-    try {
-      url = new URL(urlText);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('scheme');
-    } catch {
-      errs.push(`${base}.connection.transport.tcp.url: Invalid value: "${urlText}": supported connection protocols are http:// and https://`);
-      return;
-    }
-    const tls = (tcp.tlsConfig && typeof tcp.tlsConfig === 'object' ? tcp.tlsConfig : {}) as Record<string, unknown>;
-    if (url.protocol === 'http:' && Object.keys(tls).length > 0) {
-      errs.push(`${base}.connection.transport.tcp.tlsConfig: Invalid value: "": tlsConfig should not be present when using HTTP`);
-      return;
-    }
-    const t: TcpTransport = { url };
-    const ca = readPem(tls.caBundle, `${base}.connection.transport.tcp.tlsConfig.caBundle`, errs);
-    const cert = readPem(tls.clientCert, `${base}.connection.transport.tcp.tlsConfig.clientCert`, errs);
-    const key = readPem(tls.clientKey, `${base}.connection.transport.tcp.tlsConfig.clientKey`, errs);
-    if (ca) t.ca = ca;
-    if (cert) t.cert = cert;
-    if (key) t.key = key;
-    if (name !== 'cluster') throw new Error(`--egress-selector-config-file: ${base}: HTTPConnect for the ${name} egress type is not implemented yet`);
-    out.cluster = httpConnectDialer(t);
+    const address = proxyAddress(transport, `${base}.connection.transport`, errs);
+    if (!address) return;
+    out[name] = protocol === 'GRPC' ? grpcDialer(address) : httpConnectDialer(address);
   });
   if (errs.length > 0) throw new Error(`invalid egress selector config in "${path}": [${errs.join(', ')}]`);
   return out;
 }
 
-/** Dials the proxy (TLS when its URL is https) and asks it to CONNECT to host:port; resolves with the tunnel. */
-function httpConnectDialer(t: TcpTransport): EgressDialer {
-  const port = Number(t.url.port || (t.url.protocol === 'https:' ? 443 : 80));
-  const proxyHost = t.url.hostname.replace(/^\[|\]$/g, '');
+/** The transport's proxy address, checked as kube-apiserver checks it; undefined after an error. */
+function proxyAddress(transport: Record<string, unknown>, field: string, errs: string[]): ProxyAddress | undefined {
+  if (transport.uds) {
+    const uds = (typeof transport.uds === 'object' ? transport.uds : {}) as Record<string, unknown>;
+    const udsName = typeof uds.udsName === 'string' ? uds.udsName : '';
+    if (udsName === '') {
+      errs.push(`${field}.uds.udsName: Invalid value: "nil": UDSName should be present for UDS connections`);
+      return undefined;
+    }
+    return { uds: udsName };
+  }
+  const tcp = (transport.tcp && typeof transport.tcp === 'object' ? transport.tcp : undefined) as Record<string, unknown> | undefined;
+  if (!tcp) {
+    errs.push(`${field}: Required value: tcp or uds must be set`);
+    return undefined;
+  }
+  const urlText = typeof tcp.url === 'string' ? tcp.url : '';
+  let url: URL;
+  try {
+    url = new URL(urlText);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('scheme');
+  } catch {
+    errs.push(`${field}.tcp.url: Invalid value: "${urlText}": supported connection protocols are http:// and https://`);
+    return undefined;
+  }
+  const tls = (tcp.tlsConfig && typeof tcp.tlsConfig === 'object' ? tcp.tlsConfig : {}) as Record<string, unknown>;
+  if (url.protocol === 'http:' && Object.keys(tls).length > 0) {
+    errs.push(`${field}.tcp.tlsConfig: Invalid value: "": tlsConfig should not be present when using HTTP`);
+    return undefined;
+  }
+  const files: TlsFiles = {};
+  const ca = readPem(tls.caBundle, `${field}.tcp.tlsConfig.caBundle`, errs);
+  const cert = readPem(tls.clientCert, `${field}.tcp.tlsConfig.clientCert`, errs);
+  const key = readPem(tls.clientKey, `${field}.tcp.tlsConfig.clientKey`, errs);
+  if (ca) files.ca = ca;
+  if (cert) files.cert = cert;
+  if (key) files.key = key;
+  return { url, tls: files };
+}
+
+function grpcDialer(address: ProxyAddress): Dialer {
+  if ('uds' in address) return konnectivityDialer({ target: `unix:${address.uds}`, display: address.uds });
+  const host = address.url.hostname;
+  const port = address.url.port || (address.url.protocol === 'https:' ? '443' : '80');
+  return konnectivityDialer({
+    target: `${host}:${port}`,
+    display: address.url.href,
+    ...(address.url.protocol === 'https:' ? { tls: address.tls } : {}),
+  });
+}
+
+/**
+ * Dials the proxy (a Unix socket, TCP, or TLS when its URL is https) and asks it to CONNECT to host:port;
+ * resolves with the tunnel. The request's Host is 127.0.0.1, as kube-apiserver sends it.
+ */
+function httpConnectDialer(address: ProxyAddress): Dialer {
+  const display = 'uds' in address ? address.uds : address.url.host;
+  const open = (): { socket: Socket; ready: string } => {
+    if ('uds' in address) return { socket: netConnect({ path: address.uds }), ready: 'connect' };
+    const { url, tls } = address;
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (url.protocol !== 'https:') return { socket: netConnect({ host, port }), ready: 'connect' };
+    const socket = tlsConnect({ host, port, servername: host, ...(tls.ca ? { ca: tls.ca } : {}), ...(tls.cert ? { cert: tls.cert } : {}), ...(tls.key ? { key: tls.key } : {}) });
+    return { socket, ready: 'secureConnect' };
+  };
   return (host, targetPort) =>
     new Promise<Socket>((resolve, reject) => {
-      const socket: Socket =
-        t.url.protocol === 'https:'
-          ? tlsConnect({ host: proxyHost, port, servername: proxyHost, ...(t.ca ? { ca: t.ca } : {}), ...(t.cert ? { cert: t.cert } : {}), ...(t.key ? { key: t.key } : {}) })
-          : netConnect({ host: proxyHost, port });
+      const { socket, ready } = open();
       const target = host.includes(':') ? `[${host}]:${targetPort}` : `${host}:${targetPort}`;
       const fail = (e: Error): void => {
         socket.destroy();
-        reject(new Error(`dial ${target} through the egress proxy ${t.url.host}: ${e.message}`));
+        reject(new Error(`dial ${target} through the egress proxy ${display}: ${e.message}`));
       };
       socket.once('error', fail);
-      socket.once(t.url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
-        socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+      socket.once(ready, () => {
+        socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
       });
       let head = Buffer.alloc(0);
       const onData = (chunk: Buffer): void => {

@@ -41,6 +41,8 @@ import {
   type IWatchResponse,
 } from 'etcd3';
 import { StorageError, errors } from './errors.js';
+import type { Dialer } from '../util/dial.js';
+import { forwardThrough, type Forwarder } from '../util/forward.js';
 import type {
   DeleteResult,
   GetResult,
@@ -68,6 +70,11 @@ export interface EtcdOptions {
    * the deadline of one operation, retries included).
    */
   healthcheckTimeoutMs?: number;
+  /**
+   * The etcd egress (--egress-selector-config-file): each endpoint is reached through a local forwarding
+   * listener (util/forward.ts) whose connections are dialled with it; TLS still verifies the endpoint's name.
+   */
+  dial?: Dialer;
 }
 
 /** Undelivered events a watch holds before it stops its etcd watch until the consumer catches up. */
@@ -99,8 +106,9 @@ export async function openEtcd(opts: EtcdOptions): Promise<KV> {
   if (!opts.endpoints || opts.endpoints.length === 0) throw errors.invalid('etcd: no endpoints given');
   const timeoutMs = opts.healthcheckTimeoutMs ?? 2000;
   if (!(timeoutMs > 0)) throw errors.invalid(`etcd: healthcheckTimeoutMs must be positive, got ${timeoutMs}`);
+  const forwarded = opts.dial ? await forwardEndpoints(opts.endpoints, opts.dial) : undefined;
   const options: IOptions = {
-    hosts: opts.endpoints,
+    hosts: forwarded?.hosts ?? opts.endpoints,
     grpcOptions: {
       // Reconnect soon after etcd comes back (gRPC's default backoff grows to two minutes).
       'grpc.initial_reconnect_backoff_ms': 100,
@@ -110,6 +118,7 @@ export async function openEtcd(opts: EtcdOptions): Promise<KV> {
       'grpc.keepalive_timeout_ms': Math.max(timeoutMs, 5000),
       // A list can be larger than gRPC's default 4 MiB receive limit.
       'grpc.max_receive_message_length': -1,
+      ...forwarded?.grpcOptions,
     },
     faultHandling: {
       host: () =>
@@ -121,6 +130,13 @@ export async function openEtcd(opts: EtcdOptions): Promise<KV> {
   if (credentials) options.credentials = credentials;
   const client = new Etcd3(options);
   const kv = new EtcdKV(client, timeoutMs);
+  if (forwarded) {
+    const close = kv.close.bind(kv);
+    kv.close = async () => {
+      await close();
+      await Promise.all(forwarded.forwarders.map((f) => f.close()));
+    };
+  }
   try {
     await kv.currentRevision();
   } catch (err) {
@@ -128,6 +144,36 @@ export async function openEtcd(opts: EtcdOptions): Promise<KV> {
     throw err;
   }
   return kv;
+}
+
+/**
+ * A local forwarder per endpoint, the endpoints rewritten to them, and for TLS the name the certificates
+ * are checked against: the endpoints' host name (gRPC takes one per client, so all must share it).
+ */
+async function forwardEndpoints(endpoints: string[], dial: Dialer): Promise<{ hosts: string[]; grpcOptions: Record<string, string>; forwarders: Forwarder[] }> {
+  const forwarders: Forwarder[] = [];
+  const hosts: string[] = [];
+  const names = new Set<string>();
+  try {
+    for (const e of endpoints) {
+      const url = new URL(e.includes('://') ? e : `http://${e}`);
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      const port = Number(url.port || 2379);
+      const f = await forwardThrough(dial, host, port);
+      forwarders.push(f);
+      hosts.push(`${url.protocol}//127.0.0.1:${f.port}`);
+      if (url.protocol === 'https:') names.add(host);
+    }
+  } catch (err) {
+    await Promise.all(forwarders.map((f) => f.close()));
+    throw err;
+  }
+  if (names.size > 1) {
+    await Promise.all(forwarders.map((f) => f.close()));
+    throw errors.invalid(`etcd: through an egress proxy, TLS endpoints must share one host name, got ${[...names].join(', ')}`);
+  }
+  const [name] = names;
+  return { hosts, forwarders, grpcOptions: name ? { 'grpc.ssl_target_name_override': name, 'grpc.default_authority': name } : {} };
 }
 
 type FaultHandling = NonNullable<IOptions['faultHandling']>;

@@ -10,6 +10,7 @@ import type { KV } from './interface.js';
 import { openSqlite } from './sqlite.js';
 import { TransformingKV } from './transformer/kv.js';
 import type { ValueTransformer } from './transformer/transformer.js';
+import type { Dialer } from '../util/dial.js';
 
 export interface StorageConfig {
   /** --kvstore-servers; empty for the embedded store. */
@@ -37,6 +38,8 @@ export interface StorageConfig {
    * whose values are encrypted at rest. Closed with the storage.
    */
   transformers?: ReadonlyMap<string, ValueTransformer>;
+  /** The etcd egress (--egress-selector-config-file): the etcd clients' connections go through it. */
+  dial?: Dialer;
 }
 
 export const EMBEDDED_DB_FILE = 'state.db';
@@ -88,7 +91,7 @@ export function parseServersOverride(entry: string): ServersOverride {
 const resourceKey = (group: string, resource: string) => (group ? `${resource}.${group}` : resource);
 
 export async function openStorage(cfg: StorageConfig): Promise<Storage> {
-  const tls = { caFile: cfg.caFile, certFile: cfg.certFile, keyFile: cfg.keyFile };
+  const tls = { caFile: cfg.caFile, certFile: cfg.certFile, keyFile: cfg.keyFile, ...(cfg.dial ? { dial: cfg.dial } : {}) };
   const overrides = cfg.serversOverrides.map(parseServersOverride);
   const opened: KV[] = [];
   // The etcd client (and gRPC under it) is loaded only when etcd is used: it costs some 25 MiB of memory.

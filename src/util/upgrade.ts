@@ -7,6 +7,7 @@
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
+import type { viaDialer } from './dial.js';
 
 export interface DialOptions {
   method: string;
@@ -19,6 +20,8 @@ export interface DialOptions {
   timeoutMs?: number;
   /** Aborts the dial (the client went away). */
   signal?: AbortSignal;
+  /** Opens the connection instead of a direct dial (the server's egress; see dial.ts viaDialer). */
+  createConnection?: ReturnType<typeof viaDialer>;
 }
 
 export type DialResult =
@@ -29,7 +32,7 @@ export type DialResult =
 
 /** Sends an upgrade request to `url`; rejects with the connection error (or a header timeout). */
 export function dialUpgrade(url: URL, o: DialOptions): Promise<DialResult> {
-  const common = { method: o.method, headers: o.headers, agent: false as const };
+  const common = { method: o.method, headers: o.headers, ...(o.createConnection ? { createConnection: o.createConnection as never } : { agent: false as const }) };
   const req =
     url.protocol === 'https:'
       ? httpsRequest(url, {

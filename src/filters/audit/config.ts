@@ -9,6 +9,7 @@ import { fileWriter, logBackend, stdoutWriter, type LogFormat } from './log.js';
 import { loadPolicyFile, policyEvaluator, type PolicyEvaluator } from './policy.js';
 import { parseEventVersion, type EventVersion } from './types.js';
 import { loadWebhookConfig, WebhookBackend } from './webhook.js';
+import type { Dialer } from '../../util/dial.js';
 import type { AuditMetrics } from './metrics.js';
 
 export type AuditMode = 'batch' | 'blocking' | 'blocking-strict';
@@ -50,6 +51,8 @@ export interface AuditConfig {
     initialBackoffMs: number;
     batch: BatchOptions;
     truncate: TruncateOptions;
+    /** The controlplane egress (--egress-selector-config-file) the calls go through. */
+    dial?: Dialer;
   };
   /** How long shutdown waits for a failing webhook; default 30 s. */
   flushTimeoutMs?: number;
@@ -165,7 +168,7 @@ export async function buildAuditPipeline(c: AuditConfig, deps: { metrics: AuditM
     const version = parseEventVersion(w.version);
     const mode = checkMode('webhook', w.mode);
     const webhook = new WebhookBackend(
-      loadWebhookConfig(w.configFile),
+      w.dial ? { ...loadWebhookConfig(w.configFile), dial: w.dial } : loadWebhookConfig(w.configFile),
       { version, initialBackoffMs: w.initialBackoffMs, persistent: mode === 'batch', ...(c.flushTimeoutMs !== undefined ? { flushTimeoutMs: c.flushTimeoutMs } : {}) },
       ctx,
     );

@@ -15,6 +15,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dirname, isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { outgoingTraceparent } from '../../util/tracecontext.js';
+import { viaDialer, type Dialer } from '../../util/dial.js';
 import { yaml } from '../../util/yaml.js';
 import { handlePluginError, type Backend, type PluginContext } from './backend.js';
 import { eventListJSON } from './encode.js';
@@ -29,6 +30,8 @@ export interface WebhookTarget {
   servername?: string;
   token?: string;
   basicAuth?: string;
+  /** The egress (--egress-selector-config-file) calls go through; absent: direct. */
+  dial?: Dialer;
 }
 
 type Doc = Record<string, unknown>;
@@ -138,6 +141,18 @@ export class WebhookBackend implements Backend {
       : new HttpAgent({ keepAlive: true });
   }
 
+  /** The target's TLS options, for a call through the egress dialer (which makes no agent). */
+  private tlsOptions(): Record<string, unknown> {
+    const t = this.target;
+    return {
+      ...(t.ca ? { ca: t.ca } : {}),
+      ...(t.cert ? { cert: t.cert } : {}),
+      ...(t.key ? { key: t.key } : {}),
+      ...(t.servername ? { servername: t.servername } : {}),
+      rejectUnauthorized: !t.insecureSkipTLSVerify,
+    };
+  }
+
   processEvents(events: readonly AuditEvent[]): Promise<boolean> {
     const p = this.send(events).then(
       () => true,
@@ -183,7 +198,8 @@ export class WebhookBackend implements Backend {
     if (traceparent) headers['traceparent'] = traceparent;
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
-      const req = request(url, { method: 'POST', headers, agent: this.agent, timeout: this.options.requestTimeoutMs ?? 30_000 }, (res: IncomingMessage) => {
+      const via = this.target.dial ? { createConnection: viaDialer(this.target.dial, url.protocol === 'https:') as never, ...this.tlsOptions() } : { agent: this.agent };
+      const req = request(url, { method: 'POST', headers, ...via, timeout: this.options.requestTimeoutMs ?? 30_000 }, (res: IncomingMessage) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => {

@@ -16,6 +16,7 @@ import { request as httpsRequest } from 'node:https';
 import type { createLocalJWKSet, JSONWebKeySet, JWTPayload } from 'jose';
 import type { UserInfo } from '../../endpoints/http.js';
 import type { TokenAuthenticator, TokenResult } from './token.js';
+import { viaDialer, type Dialer } from '../../util/dial.js';
 
 export interface OidcOptions {
   issuerURL: string;
@@ -28,6 +29,14 @@ export interface OidcOptions {
   groupsPrefix?: string;
   requiredClaims: Record<string, string>;
   signingAlgs: readonly string[];
+  /** The controlplane egress (--egress-selector-config-file) discovery and key fetches go through. */
+  dial?: Dialer;
+}
+
+/** How the discovery document, keys and distributed claims are fetched: --oidc-ca-file, and the egress. */
+interface FetchOptions {
+  ca?: Buffer;
+  createConnection?: never;
 }
 
 /** Startup checks with kube-apiserver's messages. */
@@ -52,9 +61,9 @@ export function effectiveUsernamePrefix(o: Pick<OidcOptions, 'issuerURL' | 'user
   return o.usernamePrefix;
 }
 
-function getJSON(url: string, ca: Buffer | undefined): Promise<unknown> {
+function getJSON(url: string, ca: FetchOptions): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(url, { method: 'GET', headers: { Accept: 'application/json' }, timeout: 30_000, ...(ca ? { ca } : {}) }, (res) => {
+    const req = httpsRequest(url, { method: 'GET', headers: { Accept: 'application/json' }, timeout: 30_000, ...ca }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -87,7 +96,7 @@ function unverifiedIssuer(token: string): string | undefined {
 }
 
 /** Verifies ID tokens of one issuer: its discovery document and key set, fetched on first use and again on a miss. */
-function issuerVerifier(issuer: string, clientID: string, algorithms: readonly string[], ca: Buffer | undefined): (token: string) => Promise<JWTPayload> {
+function issuerVerifier(issuer: string, clientID: string, algorithms: readonly string[], ca: FetchOptions): (token: string) => Promise<JWTPayload> {
   let jwksURI: string | undefined;
   let keys: ReturnType<typeof createLocalJWKSet> | undefined;
   let inflight: Promise<void> | undefined;
@@ -125,10 +134,10 @@ function issuerVerifier(issuer: string, clientID: string, algorithms: readonly s
   };
 }
 
-function getText(url: string, ca: Buffer | undefined, accessToken: string | undefined): Promise<string> {
+function getText(url: string, ca: FetchOptions, accessToken: string | undefined): Promise<string> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = accessToken ? { Authorization: `Bearer ${accessToken}` } : {};
-    const req = httpsRequest(url, { method: 'GET', headers, timeout: 30_000, ...(ca ? { ca } : {}) }, (res) => {
+    const req = httpsRequest(url, { method: 'GET', headers, timeout: 30_000, ...ca }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -150,7 +159,7 @@ function getText(url: string, ca: Buffer | undefined, accessToken: string | unde
  * JWT, fetched with the source's access token) is verified as an ID token of its own issuer for the client
  * id, and its value of the claim is used. Aggregated claims (a source with a JWT) are not resolved.
  */
-function claimResolver(claim: string, verifierFor: (iss: string) => (token: string) => Promise<JWTPayload>, ca: Buffer | undefined) {
+function claimResolver(claim: string, verifierFor: (iss: string) => (token: string) => Promise<JWTPayload>, ca: FetchOptions) {
   const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
   return async (claims: JWTPayload): Promise<void> => {
     if (claims[claim] !== undefined) return;
@@ -186,7 +195,10 @@ function claimResolver(claim: string, verifierFor: (iss: string) => (token: stri
 }
 
 export function oidcAuthenticator(o: OidcOptions): TokenAuthenticator {
-  const ca = o.caFile ? readFileSync(o.caFile) : undefined;
+  const ca: FetchOptions = {
+    ...(o.caFile ? { ca: readFileSync(o.caFile) } : {}),
+    ...(o.dial ? { createConnection: viaDialer(o.dial, true) as never } : {}),
+  };
   const prefix = effectiveUsernamePrefix(o);
   const verifiers = new Map<string, (token: string) => Promise<JWTPayload>>();
   const verifierFor = (iss: string) => {

@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { UserInfo } from '../../endpoints/http.js';
 import type { WebhookTarget } from '../audit/webhook.js';
 import { loadWebhookFor, postJSON, WebhookCallError } from '../webhookclient.js';
+import type { Dialer } from '../../util/dial.js';
 import { intersectAudiences, type TokenAuthenticator, type TokenResult } from './token.js';
 
 export interface TokenWebhookConfig {
@@ -23,6 +24,8 @@ export interface TokenWebhookConfig {
   /** First retry delay; default 500 ms (tests shorten it). */
   initialBackoffMs?: number;
   requestTimeoutMs?: number;
+  /** The controlplane egress (--egress-selector-config-file) the calls go through. */
+  dial?: Dialer;
 }
 
 type Json = Record<string, unknown>;
@@ -50,7 +53,8 @@ function userOf(u: Json): UserInfo {
   return user;
 }
 
-export function webhookTokenAuthenticator(cfg: TokenWebhookConfig, target = loadTokenWebhook(cfg.configFile)): TokenAuthenticator {
+export function webhookTokenAuthenticator(cfg: TokenWebhookConfig, loaded = loadTokenWebhook(cfg.configFile)): TokenAuthenticator {
+  const target = cfg.dial ? { ...loaded, dial: cfg.dial } : loaded;
   const apiVersion = `authentication.k8s.io/${cfg.version === 'v1' ? 'v1' : 'v1beta1'}`;
   const cache = new Map<string, { result: TokenResult; expires: number }>();
 

@@ -9,6 +9,7 @@ import { abacAuthorizer, loadPolicyFile } from './abac.js';
 import { nodeAuthorizer } from './node.js';
 import { rbacAuthorizer } from './rbac.js';
 import { webhookAuthorizer } from './webhook.js';
+import type { Dialer } from '../../util/dial.js';
 import { alwaysAllowAuthorizer, alwaysDenyAuthorizer, unionAuthorizer } from './union.js';
 
 export { alwaysAllowAuthorizer, alwaysDenyAuthorizer, unionAuthorizer } from './union.js';
@@ -16,7 +17,7 @@ export { alwaysAllowAuthorizer, alwaysDenyAuthorizer, unionAuthorizer } from './
 export interface AuthorizerConfig {
   modes: readonly string[];
   policyFile?: string;
-  webhook?: { configFile?: string; version: string; authorizedTTLMs: number; unauthorizedTTLMs: number };
+  webhook?: { configFile?: string; version: string; authorizedTTLMs: number; unauthorizedTTLMs: number; dial?: Dialer };
   registry: Registry;
   resolver: RuleResolver;
 }

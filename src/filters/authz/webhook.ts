@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AccessAttributes, AccessAuthorizer, AccessUser, AuthorizationResult } from '../../registry/kinds/authorization/attributes.js';
 import type { WebhookTarget } from '../audit/webhook.js';
 import { loadWebhookFor, postJSON, WebhookCallError } from '../webhookclient.js';
+import type { Dialer } from '../../util/dial.js';
 
 export interface WebhookAuthorizerConfig {
   configFile: string;
@@ -21,6 +22,8 @@ export interface WebhookAuthorizerConfig {
   requestTimeoutMs?: number;
   /** First retry delay; default 500 ms (tests shorten it). */
   initialBackoffMs?: number;
+  /** The controlplane egress (--egress-selector-config-file) the calls go through. */
+  dial?: Dialer;
 }
 
 type Json = Record<string, any>;
@@ -71,7 +74,8 @@ function shouldCache(a: AccessAttributes): boolean {
 
 
 
-export function webhookAuthorizer(cfg: WebhookAuthorizerConfig, target = loadAuthorizationWebhook(cfg.configFile)): AccessAuthorizer {
+export function webhookAuthorizer(cfg: WebhookAuthorizerConfig, loaded = loadAuthorizationWebhook(cfg.configFile)): AccessAuthorizer {
+  const target = cfg.dial ? { ...loaded, dial: cfg.dial } : loaded;
   const version = cfg.version === 'v1' ? 'v1' : 'v1beta1';
   const apiVersion = `authorization.k8s.io/${version}`;
   const cache = new Map<string, { status: Json; expires: number }>();

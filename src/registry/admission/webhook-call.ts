@@ -14,6 +14,7 @@ import type { KObject } from '../kind.js';
 import type { ResourceStore } from '../store.js';
 import { isStatusError } from '../errors.js';
 import { outgoingTraceparent } from '../../util/tracecontext.js';
+import { viaDialer, type Dialer } from '../../util/dial.js';
 
 export const ADMISSION_REVIEW_VERSIONS = ['v1', 'v1beta1'];
 
@@ -155,7 +156,7 @@ function traceHeaders(): Record<string, string> {
 }
 
 /** POSTs the body; resolves with the status and body, rejects with Go-worded transport errors. */
-function post(target: Target, ca: string | undefined, auth: WebhookAuth | undefined, body: string, timeoutMs: number): Promise<{ status: number; body: string }> {
+function post(target: Target, ca: string | undefined, auth: WebhookAuth | undefined, body: string, timeoutMs: number, dial?: Dialer): Promise<{ status: number; body: string }> {
   const shown = `Post "${target.url.toString()}"`;
   return new Promise((resolve, reject) => {
     const host = target.url.hostname.replace(/^\[|\]$/g, '');
@@ -177,7 +178,7 @@ function post(target: Target, ca: string | undefined, auth: WebhookAuth | undefi
         // As Go: the certificate must name the host asked for (the service's DNS name, or the URL's host).
         checkServerIdentity: (_host, cert) => checkServerIdentity(target.serverName, cert),
         ...(ca ? { ca } : {}),
-        agent: false,
+        ...(dial ? { createConnection: viaDialer(dial, true) as never } : { agent: false }),
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -216,6 +217,8 @@ export async function callWebhook(opts: {
   request: ReviewRequest;
   services: () => ResourceStore | undefined;
   auth?: WebhookAuthResolver;
+  /** The cluster egress (--egress-selector-config-file): opens the connection to the webhook. */
+  dial?: Dialer;
   /** A mutating webhook (may answer a patch); a validating one may not. */
   mutating: boolean;
 }): Promise<ReviewResponse> {
@@ -244,7 +247,7 @@ export async function callWebhook(opts: {
   const ca = cc.caBundle ? Buffer.from(cc.caBundle, 'base64').toString('utf8') : undefined;
   let answer: { status: number; body: string };
   try {
-    answer = await post(target, ca, opts.auth?.(target.authName), JSON.stringify(review), opts.timeoutSeconds * 1000);
+    answer = await post(target, ca, opts.auth?.(target.authName), JSON.stringify(review), opts.timeoutSeconds * 1000, opts.dial);
   } catch (err) {
     throw new CallError(name, `failed to call webhook: ${(err as Error).message}`);
   }

@@ -23,6 +23,7 @@ import { apiErrors, isStatusError, StatusError, type Status } from '../errors.js
 import { labelSelectorAsSelector, type LabelSelector } from '../../util/labels.js';
 import { applyJsonPatch } from '../patch.js';
 import { ADMISSION_REGISTRATION_GROUP } from '../kinds/admissionregistration/index.js';
+import type { Dialer } from '../../util/dial.js';
 import { CallError, callWebhook, type ClientConfig, type GVK, type GVR, type ReviewRequest, type ReviewResponse, type WebhookAuthResolver } from './webhook-call.js';
 
 type Json = Record<string, any>;
@@ -70,6 +71,8 @@ export interface WebhookAdmissionDeps {
   settings: () => Readonly<KindSettings> | undefined;
   /** Credentials for the webhooks (the plugin's WebhookAdmissionConfiguration kubeConfigFile). */
   auth?: WebhookAuthResolver;
+  /** The cluster egress (--egress-selector-config-file) the webhook calls go through. */
+  dial?: Dialer;
   log?: (message: string) => void;
 }
 
@@ -314,6 +317,7 @@ class WebhookDispatcher {
       services: this.deps.services,
       mutating: this.mutating,
       ...(this.deps.auth ? { auth: this.deps.auth } : {}),
+      ...(this.deps.dial ? { dial: this.deps.dial } : {}),
     });
     for (const [k, v] of Object.entries(response.auditAnnotations ?? {})) {
       if (typeof v === 'string') a.annotate(`${hook.name}/${k}`, v);

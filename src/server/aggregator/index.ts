@@ -33,6 +33,7 @@ import type { KObject, KindDecl } from '../../registry/kind.js';
 import { APIREGISTRATION_GROUP, availableCondition } from '../../registry/kinds/apiregistration/index.js';
 import type { Registry } from '../../registry/registry.js';
 import { currentSpanContext, formatTraceparent } from '../../util/tracecontext.js';
+import { viaDialer, type Dialer } from '../../util/dial.js';
 import { childSpan, SpanKind, type Span, type Tracer } from '../../util/tracing.js';
 
 export interface AggregatorConfig {
@@ -43,6 +44,8 @@ export interface AggregatorConfig {
   proxyClient?: { cert: string; key: string } | undefined;
   /** --enable-aggregator-routing: endpoint IPs instead of the Service's cluster IP. */
   enableAggregatorRouting: boolean;
+  /** The cluster egress (--egress-selector-config-file): connections to extension API servers. */
+  dial?: Dialer;
   /** --tracing-config-file: each proxied call is a client span, and its traceparent goes to the extension server. */
   tracer?: Tracer;
   log?: (message: string) => void;
@@ -286,7 +289,7 @@ export class Aggregator implements ApiAggregator {
       ...(target.ca ? { ca: target.ca } : {}),
       ...(target.insecure ? {} : { checkServerIdentity: checkName(target.serverName) }),
       ...(this.config.proxyClient ? { cert: this.config.proxyClient.cert, key: this.config.proxyClient.key } : {}),
-      agent: false,
+      ...(this.config.dial ? { createConnection: viaDialer(this.config.dial, true) as never } : { agent: false }),
     };
   }
 
