@@ -5,7 +5,7 @@
 import { serveDiscovery, isDiscoveryPath } from './discovery.js';
 import type { ApiRequest, ApiResponse, Handler } from './http.js';
 import { serveOpenAPI } from './openapi.js';
-import { parseBoolParam, requestInfo } from './requestinfo.js';
+import { parseBoolParam, parsedRequest } from './requestinfo.js';
 import { notFoundPath, serveResource, type ResourceDeps } from './resource.js';
 import { writeError } from './respond.js';
 import type { KindDecl } from '../registry/kind.js';
@@ -61,7 +61,7 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
   const json = { mediaType: 'application/json' as const, pretty: false };
 
   const api: Handler = async (req, res) => {
-    const { path, query } = split(req);
+    const { path, query } = parsedRequest(req);
     const method = req.method ?? 'GET';
     if (deps.aggregator && (await deps.aggregator.serve(req, res, path))) return;
     if (isDiscoveryPath(path) && (method === 'GET' || method === 'HEAD')) {
@@ -73,7 +73,7 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
       });
       return send(res, r.status, r.headers, r.body, method);
     }
-    const info = requestInfo(method, path, query);
+    const info = parsedRequest(req).info;
     const store = info.isResourceRequest ? deps.registry.store(info.apiGroup, info.apiVersion, info.resource) : undefined;
     if (!store || !served.has(store.decl)) {
       return writeError(res, notFoundPath(), { ...json, pretty: parseBoolParam(query.get('pretty')) ?? false });

@@ -24,6 +24,32 @@ export interface RequestInfo {
 
 const SPECIAL_VERBS = new Set(['proxy', 'watch']);
 
+/** A request's path, query and RequestInfo, worked out once (see parsedRequest). */
+export interface ParsedRequest {
+  path: string;
+  query: URLSearchParams;
+  info: RequestInfo;
+}
+
+const parsedRequests = new WeakMap<object, ParsedRequest>();
+
+/**
+ * The request's path, query and info from its method and URL, worked out on first use and shared by the
+ * filters (request info, timeouts, limits, metrics, audit) and the API handler. Readers must not change them.
+ */
+export function parsedRequest(req: { method?: string | undefined; url?: string | undefined }): ParsedRequest {
+  let p = parsedRequests.get(req);
+  if (!p) {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+    p = { path, query, info: requestInfo(req.method ?? 'GET', path, query) };
+    parsedRequests.set(req, p);
+  }
+  return p;
+}
+
 /** Go's strconv.ParseBool, which Kubernetes uses for boolean query parameters. */
 export function parseBoolParam(v: string | null | undefined): boolean | undefined {
   if (v === null || v === undefined) return undefined;

@@ -3,28 +3,14 @@
  * BasicLongRunningRequestCheck: the request info is computed once, outside every filter that needs it
  * (timeout, max-in-flight, wait group), and read through getRequestInfo(req).
  */
-import { requestInfo, type RequestInfo } from '../endpoints/requestinfo.js';
+import { parsedRequest, type RequestInfo } from '../endpoints/requestinfo.js';
 import type { ApiRequest, Handler } from './authn.js';
 
 export type { RequestInfo };
 
-const infos = new WeakMap<ApiRequest, RequestInfo>();
-
-function pathAndQuery(req: ApiRequest): { path: string; query: URLSearchParams } {
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  return q < 0 ? { path: url, query: new URLSearchParams() } : { path: url.slice(0, q), query: new URLSearchParams(url.slice(q + 1)) };
-}
-
 /** The request's info; computed on first use when no withRequestInfo ran (in-process callers, tests). */
 export function getRequestInfo(req: ApiRequest): RequestInfo {
-  let info = infos.get(req);
-  if (!info) {
-    const { path, query } = pathAndQuery(req);
-    info = requestInfo(req.method ?? 'GET', path, query);
-    infos.set(req, info);
-  }
-  return info;
+  return parsedRequest(req).info;
 }
 
 /** Computes the request info before `next` runs. */

@@ -105,12 +105,12 @@ function abortResponse(res: ApiResponse): void {
 }
 
 /** Answers a request whose deadline passed: 504 when nothing was written yet, else a reset stream or connection. */
-function timeOut(res: ApiResponse, preserved: ReadonlySet<string>): void {
+function timeOut(res: ApiResponse, preserved: readonly string[]): void {
   if (res.headersSent) {
     abortResponse(res);
   } else {
     // Headers the handler set are dropped, as Go's timeout writer keeps them aside until written.
-    for (const name of res.getHeaderNames()) if (!preserved.has(name)) res.removeHeader(name);
+    for (const name of res.getHeaderNames()) if (!preserved.includes(name)) res.removeHeader(name);
     res.statusCode = 504;
     res.setHeader('Content-Type', 'text/plain; charset=utf-8');
     res.setHeader('Content-Length', Buffer.byteLength(TIMEOUT_BODY));
@@ -129,7 +129,7 @@ export function withTimeoutForNonLongRunningRequests(next: Handler, deps: Timeou
     const deadline = getRequestDeadline(req);
     if (deadline === undefined || deps.longRunning(req, getRequestInfo(req))) return next(req, res);
     // Headers set by outer filters before this one survive a timeout.
-    const preserved = new Set(res.getHeaderNames());
+    const preserved = res.getHeaderNames();
     return new Promise<void>((resolve, reject) => {
       let done = false;
       const timer = setTimeout(
