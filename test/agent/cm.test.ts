@@ -268,3 +268,37 @@ void describe('memory manager and the whole', () => {
     }
   });
 });
+
+void describe('topology manager scopes', () => {
+  void it('pod scope: one hint for the whole pod; restricted refuses a pod whose containers together do not fit', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cm-scope-'));
+    try {
+      const mk = (scope: string, root: string) => {
+        const { config } = resourceManagersFromOptions(
+          parseAgentOptions(['--cpu-manager-policy=static', '--reserved-cpus=0', `--root-dir=${root}`, '--topology-manager-policy=restricted', `--topology-manager-scope=${scope}`]),
+          undefined,
+          BIG,
+        );
+        const m = new ResourceManagers(config);
+        m.start({ activePods: () => [], podStatus: () => undefined, sourcesReady: () => false, updateContainerCpuset: async () => undefined });
+        return m;
+      };
+      // 7 free CPUs: 4 on NUMA node 1, 3 on node 0 (CPU 0 is reserved)
+      const two = pod('two', [guaranteed('2'), guaranteed('2')]);
+      const podScope = mk('pod', join(dir, 'a'));
+      assert.equal(podScope.admit(two), undefined);
+      const sets = two.spec.containers.map((c) => podScope.containerCpusets(two, c).cpusetCpus);
+      // both containers on the NUMA node that holds all four CPUs
+      assert.deepEqual(sets, ['4,6', '5,7']);
+      const tooBig = pod('big', [guaranteed('4'), guaranteed('4')]);
+      assert.deepEqual(mk('pod', join(dir, 'b')).admit(tooBig), { reason: 'TopologyAffinityError', message: 'Resources cannot be allocated with Topology locality' });
+      // container scope: each container is placed on its own
+      const containerScope = mk('container', join(dir, 'c'));
+      assert.equal(containerScope.admit(two), undefined);
+      podScope.stop();
+      containerScope.stop();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

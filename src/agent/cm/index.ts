@@ -194,6 +194,7 @@ export class ResourceManagers {
 
   /** kubelet's resource-allocating admit handler: undefined when admitted, else the refusal. */
   admit(pod: Pod): { reason: string; message: string } | undefined {
+    if (this.host?.sourcesReady()) this.topology.keepOnly(new Set(this.host.activePods().map((p) => p.metadata.uid)));
     return this.topology.admit(pod);
   }
 
@@ -210,10 +211,5 @@ export class ResourceManagers {
   /** A container was created with what containerCpusets gave (kubelet's AddContainer). */
   containerCreated(pod: Pod, c: Container, containerId: string): void {
     this.cpu?.containerCreated(pod.metadata.uid, c.name, containerId);
-  }
-
-  /** A pod is gone for good: its hints are forgotten (its CPUs and memory return through the stale-state sweep). */
-  podRemoved(uid: string): void {
-    this.topology.removePod(uid);
   }
 }

@@ -157,9 +157,9 @@ export class TopologyManager {
     m.set(container, hint);
   }
 
-  /** Forgets a pod's hints (it is gone). */
-  removePod(podUID: string): void {
-    this.hints.delete(podUID);
+  /** Forgets the hints of pods not in `active` (they are gone). */
+  keepOnly(active: ReadonlySet<string>): void {
+    for (const uid of [...this.hints.keys()]) if (!active.has(uid)) this.hints.delete(uid);
   }
 
   /**
