@@ -66,10 +66,18 @@ export interface AdmissionAttributes {
   warnings: string[];
   /** Adds an annotation to the request's audit event; does nothing when the request is not audited. */
   annotate(key: string, value: string): void;
+  /**
+   * Kubernetes' ReinvocationContext for the mutating phase, made by the first plugin that needs it: a plugin
+   * sets shouldReinvoke, and the chain then runs every mutating plugin once more with isReinvoke set;
+   * `values` keeps plugins' own state between the two passes.
+   */
+  reinvocation?: { isReinvoke: boolean; shouldReinvoke: boolean; values: Map<string, unknown> };
 }
 
 /** Admission: may change the object (mutate) and refuse the request by throwing a StatusError (validate). */
 export interface Admission {
+  /** Kubernetes' plugin name (the name label of the admission controller metrics); unnamed: not measured. */
+  name?: string;
   mutate?(attrs: AdmissionAttributes): Promise<void>;
   validate?(attrs: AdmissionAttributes): Promise<void>;
   /** The plugin handles CONNECT (Kubernetes' Handles(admission.Connect)); a chain calls only these for it. */

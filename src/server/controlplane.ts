@@ -70,6 +70,7 @@ import {
   securityContextDeny,
 } from '../registry/admission/pod-restrictions.js';
 import { mutatingWebhookAdmission, validatingWebhookAdmission, type WebhookAdmissionDeps } from '../registry/admission/webhook.js';
+import type { AdmissionMetricsSink } from '../registry/admission/metrics.js';
 import { resourceQuotaAdmission, parseQuotaConfig } from '../registry/admission/quota.js';
 import { startResourceQuotaController } from './controllers/resourcequota.js';
 import { certificateApproval, certificateSigning, certificateSubjectRestriction } from '../registry/admission/certificates.js';
@@ -255,10 +256,13 @@ export async function createControlPlane(
     storage: server.tracer ? traceStorage(instrumentStorage(storage, server.metrics, BUILTIN_KINDS), server.tracer) : instrumentStorage(storage, server.metrics, BUILTIN_KINDS),
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
-    admission: chainAdmission([
-      ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig, egress?.cluster),
-      rbacEscalationAdmission({ resolver: () => resolver, authorizer: () => authz }),
-    ]),
+    admission: chainAdmission(
+      [
+        ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig, egress?.cluster, server.metrics.admission),
+        rbacEscalationAdmission({ resolver: () => resolver, authorizer: () => authz }),
+      ],
+      { metrics: server.metrics.admission },
+    ),
     settings: { ...kindSettingsFrom(options), authorizer: authz, serviceNetwork, ...serviceAccounts.settings },
     deleteCollectionWorkers: options.deleteCollectionWorkers,
     storageMediaType: options.storageMediaType,
@@ -457,74 +461,82 @@ function admissionPlugins(
   pluginConfig: PluginConfigReader,
   /** The cluster egress: admission webhook calls go through it. */
   cluster?: Dialer,
+  /** The admission webhook metrics. */
+  metrics?: AdmissionMetricsSink,
 ): Admission[] {
   const on = new Set(options.admissionPlugins);
   const plugins: Admission[] = [];
+  // Each plugin carries its name (the admission controller metrics' name label).
+  const add = (name: string, plugin: Admission) => {
+    plugin.name = name;
+    plugins.push(plugin);
+  };
   const pods = () => registry().store('', 'v1', 'pods');
-  if (on.has('AlwaysAdmit')) plugins.push(alwaysAdmit());
-  if (on.has('NamespaceAutoProvision')) plugins.push(namespaceAutoProvision(namespaces));
-  if (on.has('NamespaceLifecycle')) plugins.push(namespaceLifecycle(namespaces));
-  if (on.has('NamespaceExists')) plugins.push(namespaceExists(namespaces));
-  if (on.has('SecurityContextDeny')) plugins.push(securityContextDeny());
-  if (on.has('LimitPodHardAntiAffinityTopology')) plugins.push(limitPodHardAntiAffinityTopology());
-  if (on.has('LimitRanger')) plugins.push(limitRanger(() => registry().store('', 'v1', 'limitranges')));
+  if (on.has('AlwaysAdmit')) add('AlwaysAdmit', alwaysAdmit());
+  if (on.has('NamespaceAutoProvision')) add('NamespaceAutoProvision', namespaceAutoProvision(namespaces));
+  if (on.has('NamespaceLifecycle')) add('NamespaceLifecycle', namespaceLifecycle(namespaces));
+  if (on.has('NamespaceExists')) add('NamespaceExists', namespaceExists(namespaces));
+  if (on.has('SecurityContextDeny')) add('SecurityContextDeny', securityContextDeny());
+  if (on.has('LimitPodHardAntiAffinityTopology')) add('LimitPodHardAntiAffinityTopology', limitPodHardAntiAffinityTopology());
+  if (on.has('LimitRanger')) add('LimitRanger', limitRanger(() => registry().store('', 'v1', 'limitranges')));
   if (on.has('ServiceAccount')) {
     const mountToken = () => registry().settings.serviceAccountTokens !== undefined;
-    plugins.push(serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces, mountToken }));
+    add('ServiceAccount', serviceAccountAdmission({ serviceAccounts: () => registry().store('', 'v1', 'serviceaccounts'), namespaces, mountToken }));
   }
-  if (on.has('NodeRestriction')) plugins.push(nodeRestriction(pods));
-  if (on.has('TaintNodesByCondition')) plugins.push(taintNodesByCondition());
-  if (on.has('AlwaysPullImages')) plugins.push(alwaysPullImages());
+  if (on.has('NodeRestriction')) add('NodeRestriction', nodeRestriction(pods));
+  if (on.has('TaintNodesByCondition')) add('TaintNodesByCondition', taintNodesByCondition());
+  if (on.has('AlwaysPullImages')) add('AlwaysPullImages', alwaysPullImages());
   if (on.has('ImagePolicyWebhook')) {
     const cfg = pluginConfig('ImagePolicyWebhook');
     if (!cfg) throw new Error('ImagePolicyWebhook: no configuration given (the imagePolicy of --admission-control-config-file)');
     const config = parseImagePolicyConfig(cfg.object, cfg.source);
     const target = loadWebhookFor('ImagePolicyWebhook kubeConfigFile', config.kubeConfigFile);
     const via = cluster ? { ...target, dial: cluster } : target;
-    plugins.push(imagePolicyWebhook({ config, review: (review) => postJSON(via, JSON.stringify(review), 30_000) }));
+    add('ImagePolicyWebhook', imagePolicyWebhook({ config, review: (review) => postJSON(via, JSON.stringify(review), 30_000) }));
   }
   if (on.has('PodSecurity')) {
     const cfg = pluginConfig('PodSecurity');
     const config = cfg ? parsePodSecurityConfig(cfg.object, cfg.source) : undefined;
-    plugins.push(podSecurity({ namespaces, pods: () => registry().store('', 'v1', 'pods'), ...(config ? { config } : {}) }));
+    add('PodSecurity', podSecurity({ namespaces, pods: () => registry().store('', 'v1', 'pods'), ...(config ? { config } : {}) }));
   }
   if (on.has('PodSecurityPolicy')) {
-    plugins.push(podSecurityPolicy({ policies: () => registry().store('policy', 'v1beta1', 'podsecuritypolicies'), authorizer: () => registry().settings.authorizer }));
+    add('PodSecurityPolicy', podSecurityPolicy({ policies: () => registry().store('policy', 'v1beta1', 'podsecuritypolicies'), authorizer: () => registry().settings.authorizer }));
   }
   if (on.has('PodNodeSelector')) {
     const cfg = pluginConfig('PodNodeSelector');
-    plugins.push(podNodeSelector(namespaces, cfg ? parsePodNodeSelectorConfig(cfg.object, cfg.source) : undefined));
+    add('PodNodeSelector', podNodeSelector(namespaces, cfg ? parsePodNodeSelectorConfig(cfg.object, cfg.source) : undefined));
   }
-  if (on.has('Priority')) plugins.push(priorityAdmission(() => registry().store('scheduling.k8s.io', 'v1', 'priorityclasses')));
+  if (on.has('Priority')) add('Priority', priorityAdmission(() => registry().store('scheduling.k8s.io', 'v1', 'priorityclasses')));
   if (on.has('DefaultTolerationSeconds')) {
-    plugins.push(
+    add(
+      'DefaultTolerationSeconds',
       defaultTolerationSeconds({ notReadySeconds: options.defaultNotReadyTolerationSeconds, unreachableSeconds: options.defaultUnreachableTolerationSeconds }),
     );
   }
   if (on.has('PodTolerationRestriction')) {
     const cfg = pluginConfig('PodTolerationRestriction');
-    plugins.push(podTolerationRestriction(namespaces, cfg ? parsePodTolerationRestrictionConfig(cfg.object, cfg.source) : undefined));
+    add('PodTolerationRestriction', podTolerationRestriction(namespaces, cfg ? parsePodTolerationRestrictionConfig(cfg.object, cfg.source) : undefined));
   }
   if (on.has('EventRateLimit')) {
     const cfg = pluginConfig('EventRateLimit');
-    plugins.push(eventRateLimit(parseEventRateLimitConfig(cfg?.object ?? { apiVersion: 'eventratelimit.admission.k8s.io/v1alpha1', kind: 'Configuration' }, cfg?.source ?? 'EventRateLimit')));
+    add('EventRateLimit', eventRateLimit(parseEventRateLimitConfig(cfg?.object ?? { apiVersion: 'eventratelimit.admission.k8s.io/v1alpha1', kind: 'Configuration' }, cfg?.source ?? 'EventRateLimit')));
   }
-  if (on.has('ExtendedResourceToleration')) plugins.push(extendedResourceToleration());
-  if (on.has('PersistentVolumeLabel')) plugins.push(persistentVolumeLabel());
+  if (on.has('ExtendedResourceToleration')) add('ExtendedResourceToleration', extendedResourceToleration());
+  if (on.has('PersistentVolumeLabel')) add('PersistentVolumeLabel', persistentVolumeLabel());
   const storageClasses = () => registry().store('storage.k8s.io', 'v1', 'storageclasses');
-  if (on.has('DefaultStorageClass')) plugins.push(defaultStorageClass(storageClasses));
-  if (on.has('StorageObjectInUseProtection')) plugins.push(storageObjectInUseProtection());
+  if (on.has('DefaultStorageClass')) add('DefaultStorageClass', defaultStorageClass(storageClasses));
+  if (on.has('StorageObjectInUseProtection')) add('StorageObjectInUseProtection', storageObjectInUseProtection());
   if (on.has('OwnerReferencesPermissionEnforcement')) {
-    plugins.push(ownerReferencesPermissionEnforcement({ authorizer: () => registry().settings.authorizer, kinds: () => registry().kinds }));
+    add('OwnerReferencesPermissionEnforcement', ownerReferencesPermissionEnforcement({ authorizer: () => registry().settings.authorizer, kinds: () => registry().kinds }));
   }
-  if (on.has('PersistentVolumeClaimResize')) plugins.push(pvcResize(storageClasses));
-  if (on.has('RuntimeClass')) plugins.push(runtimeClassAdmission(() => registry().store('node.k8s.io', 'v1', 'runtimeclasses')));
-  if (on.has('DefaultIngressClass')) plugins.push(defaultIngressClass(() => registry().store('networking.k8s.io', 'v1', 'ingressclasses')));
-  if (on.has('DenyServiceExternalIPs')) plugins.push(denyServiceExternalIPs());
+  if (on.has('PersistentVolumeClaimResize')) add('PersistentVolumeClaimResize', pvcResize(storageClasses));
+  if (on.has('RuntimeClass')) add('RuntimeClass', runtimeClassAdmission(() => registry().store('node.k8s.io', 'v1', 'runtimeclasses')));
+  if (on.has('DefaultIngressClass')) add('DefaultIngressClass', defaultIngressClass(() => registry().store('networking.k8s.io', 'v1', 'ingressclasses')));
+  if (on.has('DenyServiceExternalIPs')) add('DenyServiceExternalIPs', denyServiceExternalIPs());
   const authorizer = () => registry().settings.authorizer;
-  if (on.has('CertificateApproval')) plugins.push(certificateApproval(authorizer));
-  if (on.has('CertificateSigning')) plugins.push(certificateSigning(authorizer));
-  if (on.has('CertificateSubjectRestriction')) plugins.push(certificateSubjectRestriction());
+  if (on.has('CertificateApproval')) add('CertificateApproval', certificateApproval(authorizer));
+  if (on.has('CertificateSigning')) add('CertificateSigning', certificateSigning(authorizer));
+  if (on.has('CertificateSubjectRestriction')) add('CertificateSubjectRestriction', certificateSubjectRestriction());
   // Last in Kubernetes' order: the admission webhooks, then ResourceQuota.
   if (on.has('MutatingAdmissionWebhook') || on.has('ValidatingAdmissionWebhook')) {
     const deps = (plugin: string, resource: string): WebhookAdmissionDeps => {
@@ -538,14 +550,15 @@ function admissionPlugins(
       settings: () => registry().settings,
         ...(auth ? { auth } : {}),
         ...(cluster ? { dial: cluster } : {}),
+        ...(metrics ? { metrics } : {}),
       };
     };
-    if (on.has('MutatingAdmissionWebhook')) plugins.push(mutatingWebhookAdmission(deps('MutatingAdmissionWebhook', 'mutatingwebhookconfigurations')));
-    if (on.has('ValidatingAdmissionWebhook')) plugins.push(validatingWebhookAdmission(deps('ValidatingAdmissionWebhook', 'validatingwebhookconfigurations')));
+    if (on.has('MutatingAdmissionWebhook')) add('MutatingAdmissionWebhook', mutatingWebhookAdmission(deps('MutatingAdmissionWebhook', 'mutatingwebhookconfigurations')));
+    if (on.has('ValidatingAdmissionWebhook')) add('ValidatingAdmissionWebhook', validatingWebhookAdmission(deps('ValidatingAdmissionWebhook', 'validatingwebhookconfigurations')));
   }
   if (on.has('ResourceQuota')) {
-    plugins.push(resourceQuotaAdmission({ quotas: () => registry().store('', 'v1', 'resourcequotas'), config: parseQuotaConfig(pluginConfig('ResourceQuota')) }));
+    add('ResourceQuota', resourceQuotaAdmission({ quotas: () => registry().store('', 'v1', 'resourcequotas'), config: parseQuotaConfig(pluginConfig('ResourceQuota')) }));
   }
-  if (on.has('AlwaysDeny')) plugins.push(alwaysDeny());
+  if (on.has('AlwaysDeny')) add('AlwaysDeny', alwaysDeny());
   return plugins;
 }

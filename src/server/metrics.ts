@@ -17,6 +17,7 @@ import { createRequire } from 'node:module';
 import type { Counter as CounterT, Gauge as GaugeT, Histogram as HistogramT, Metric, Registry as RegistryT } from 'prom-client';
 import type { RequestKind, RequestMetricsSink } from '../filters/metrics.js';
 import type { RequestInfo } from '../filters/requestinfo.js';
+import type { AdmissionMetricsSink, DurationSeries } from '../registry/admission/metrics.js';
 
 export type StabilityLevel = 'ALPHA' | 'STABLE';
 
@@ -55,6 +56,9 @@ type Histogram<L extends string> = HistogramT<L>;
 export const REQUEST_DURATION_BUCKETS: readonly number[] = [
   0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60,
 ];
+
+/** The admission step, controller and webhook duration buckets of Kubernetes 1.23. */
+export const ADMISSION_DURATION_BUCKETS: readonly number[] = [0.005, 0.025, 0.1, 0.5, 1.0, 2.5];
 
 /** apiserver_response_sizes: ExponentialBuckets(1000, 10, 8). */
 export const RESPONSE_SIZE_BUCKETS: readonly number[] = [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
@@ -172,6 +176,7 @@ export class ServerMetrics implements RequestMetricsSink {
   private readonly inflightMax: Record<RequestKind, number> = { readOnly: 0, mutating: 0 };
   private readonly inflightReported: Record<RequestKind, number> = { readOnly: 0, mutating: 0 };
   private inflightPeriodStart = performance.now();
+  private admissionSink: AdmissionMetricsSink | undefined;
 
   constructor(cfg: MetricsConfig) {
     this.disabled = new Set(cfg.disabledMetrics ?? []);
@@ -433,6 +438,58 @@ export class ServerMetrics implements RequestMetricsSink {
 
   private baseLabels(verb: string, dryRun: string, info: RequestInfo, resource: string, subresource: string, scope: string): Labels {
     return { verb, dry_run: dryRun, group: info.apiGroup, version: info.apiVersion, resource, subresource, scope, component: COMPONENT };
+  }
+
+  // ---- admission metrics --------------------------------------------------------------------------
+
+  /**
+   * The admission metrics of Kubernetes 1.23 (apiserver/pkg/admission/metrics), made on first use: the
+   * chain's steps and plugins and the webhooks' calls and rejections. Series are found once by their
+   * labels and kept by the caller, so an observation costs a bucket search.
+   */
+  get admission(): AdmissionMetricsSink {
+    return (this.admissionSink ??= this.makeAdmissionMetrics());
+  }
+
+  private makeAdmissionMetrics(): AdmissionMetricsSink {
+    const histogram = (name: string, help: string) =>
+      this.fastHistogram({ name: `apiserver_admission_${name}`, help, stability: 'STABLE', buckets: ADMISSION_DURATION_BUCKETS });
+    const step = histogram(
+      'step_admission_duration_seconds',
+      'Admission sub-step latency histogram in seconds, broken out for each operation and API resource and step type (validate or admit).',
+    );
+    const controller = histogram(
+      'controller_admission_duration_seconds',
+      'Admission controller latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit).',
+    );
+    const webhook = histogram(
+      'webhook_admission_duration_seconds',
+      'Admission webhook latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit).',
+    );
+    const rejections = this.counter({
+      name: 'apiserver_admission_webhook_rejection_count',
+      help: 'Admission webhook rejection count, identified by name and broken out for each admission type (validating or admit) and operation. Additional labels specify an error type (calling_webhook_error or apiserver_internal_error if an error occurred; no_error otherwise) and optionally a non-zero rejection code if the webhook rejects the request with an HTTP status code (honored by the apiserver when the code is greater or equal to 400). Codes greater than 600 are truncated to 600, to keep the metrics cardinality bounded.',
+      labelNames: ['name', 'type', 'operation', 'error_type', 'rejection_code'],
+    });
+    const requests = this.counter({
+      name: 'apiserver_admission_webhook_request_total',
+      help: 'Admission webhook request total, identified by name and broken out for each admission type (validating or mutating) and operation. Additional labels specify whether the request was rejected or not and an HTTP status code. Codes greater than 600 are truncated to 600, to keep the metrics cardinality bounded.',
+      labelNames: ['name', 'type', 'operation', 'code', 'rejected'],
+    });
+    const none: DurationSeries = { observe: () => {} };
+    const code = (c: number) => String(Math.min(c, 600));
+    return {
+      step: (type, operation, rejected) => step?.series({ type, operation, rejected: String(rejected) }, `${type}\0${operation}\0${rejected}`) ?? none,
+      controller: (name, type, operation, rejected) =>
+        controller?.series({ name, type, operation, rejected: String(rejected) }, `${name}\0${type}\0${operation}\0${rejected}`) ?? none,
+      webhook: (name, type, operation, rejected, status, seconds) => {
+        requests.inc({ code: code(status), name, operation, rejected: String(rejected), type }); // label order as Go prints it
+        webhook?.series({ name, type, operation, rejected: String(rejected) }, `${name}\0${type}\0${operation}\0${rejected}`).observe(seconds);
+      },
+      webhookRejection: (name, type, operation, errorType, status) => {
+        rejections.inc({ error_type: errorType, name, operation, rejection_code: code(status), type });
+      },
+    };
   }
 
   // ---- the built-in metrics -----------------------------------------------------------------------

@@ -87,6 +87,12 @@ describe('admission webhooks through kubectl', { skip }, () => {
         const annotations = { ...(obj['metadata']?.annotations ?? {}), count: String(n) };
         return { allowed: true, patchType: 'JSONPatch', patch: b64(JSON.stringify([{ op: 'add', path: '/metadata/annotations', value: annotations }])) };
       }
+      case '/sidecar': {
+        // Adds a container without resources (LimitRanger defaults it on the reinvocation pass).
+        if ((obj['spec']?.containers ?? []).some((c: { name?: string }) => c.name === 'sidecar')) return { allowed: true };
+        const patch = [{ op: 'add', path: '/spec/containers/-', value: { name: 'sidecar', image: 'busybox' } }];
+        return { allowed: true, patchType: 'JSONPatch', patch: b64(JSON.stringify(patch)) };
+      }
       case '/late': {
         const annotations = { ...(obj['metadata']?.annotations ?? {}), late: 'set' };
         return { allowed: true, patchType: 'JSONPatch', patch: b64(JSON.stringify([{ op: 'add', path: '/metadata/annotations', value: annotations }])) };
@@ -346,6 +352,57 @@ describe('admission webhooks through kubectl', { skip }, () => {
     assert.equal(cm.metadata.annotations.late, 'set');
     assert.equal(cm.metadata.annotations.count, '2', 'called, then called again after b-late changed the object');
     await ok(['delete', 'mutatingwebhookconfiguration', 'a-count', 'b-late']);
+  });
+
+  it('re-runs the in-tree mutating plugins when a webhook changed the object: LimitRanger defaults the container a webhook added', async () => {
+    await ok(['create', '-f', '-'], JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'LimitRange',
+      metadata: { name: 'cpu-defaults', namespace: 'plain' },
+      spec: { limits: [{ type: 'Container', defaultRequest: { cpu: '100m' }, default: { cpu: '200m' } }] },
+    }));
+    await ok(['create', '-f', '-'], mutating('sidecar', [webhook('sidecar.orch.test', '/sidecar', ['pods'], { rules: rule(['pods'], ['CREATE']) })]));
+    const before = reviewsAt('/sidecar').length;
+    await ok(['run', 'with-sidecar', '-n', 'plain', '--image=busybox', '--restart=Never']);
+    const pod = await json(['get', 'pod', 'with-sidecar', '-n', 'plain']);
+    const byName = new Map<string, any>(pod.spec.containers.map((c: { name: string }) => [c.name, c]));
+    assert.deepEqual(byName.get('with-sidecar')?.resources, { limits: { cpu: '200m' }, requests: { cpu: '100m' } });
+    // LimitRanger ran before the webhook added the sidecar; only its second pass can have defaulted it.
+    assert.deepEqual(byName.get('sidecar')?.resources, { limits: { cpu: '200m' }, requests: { cpu: '100m' } });
+    assert.equal(reviewsAt('/sidecar').length, before + 1, 'a webhook with reinvocationPolicy Never is called once');
+    const metrics = (await ok(['get', '--raw', '/metrics'])).stdout;
+    const count = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 'NaN');
+    assert.ok(count('apiserver_admission_controller_admission_duration_seconds_count{name="LimitRanger",operation="CREATE",rejected="false",type="admit"}') >= 2);
+    assert.equal(count('apiserver_admission_webhook_admission_duration_seconds_count{name="sidecar.orch.test",operation="CREATE",rejected="false",type="admit"}'), 1);
+    assert.equal(count('apiserver_admission_webhook_request_total{code="200",name="sidecar.orch.test",operation="CREATE",rejected="false",type="admit"}'), 1);
+    assert.ok(count('apiserver_admission_step_admission_duration_seconds_count{operation="CREATE",rejected="false",type="admit"}') >= 1);
+    await ok(['delete', 'mutatingwebhookconfiguration', 'sidecar']);
+    await ok(['delete', 'limitrange', 'cpu-defaults', '-n', 'plain']);
+    await ok(['delete', 'pod', 'with-sidecar', '-n', 'plain', '--wait=false']);
+  });
+
+  it('counts webhook calls and rejections in /metrics as 1.23 names and labels them', async () => {
+    await ok(['create', '-f', '-'], validating('metrics', [
+      webhook('deny-metrics.orch.test', '/deny', ['configmaps']),
+      { ...webhook('dead-metrics.orch.test', '/x', ['configmaps'], { objectSelector: { matchLabels: { dead: 'yes' } } }), clientConfig: { url: `https://127.0.0.1:${dead}/x`, caBundle } },
+    ]));
+    await refused(['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'metered', namespace: 'plain' }, data: { forbidden: 'x' } }));
+    await refused(['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'metered-dead', namespace: 'plain', labels: { dead: 'yes' } } }));
+    const metrics = (await ok(['get', '--raw', '/metrics'])).stdout;
+    const lines = metrics.split('\n');
+    for (const line of [
+      'apiserver_admission_webhook_rejection_count{error_type="no_error",name="deny-metrics.orch.test",operation="CREATE",rejection_code="403",type="validating"} 1',
+      'apiserver_admission_webhook_request_total{code="403",name="deny-metrics.orch.test",operation="CREATE",rejected="true",type="validating"} 1',
+      'apiserver_admission_webhook_rejection_count{error_type="calling_webhook_error",name="dead-metrics.orch.test",operation="CREATE",rejection_code="503",type="validating"} 1',
+      'apiserver_admission_webhook_request_total{code="503",name="dead-metrics.orch.test",operation="CREATE",rejected="true",type="validating"} 1',
+      'apiserver_admission_webhook_admission_duration_seconds_count{name="deny-metrics.orch.test",operation="CREATE",rejected="true",type="validating"} 1',
+    ]) {
+      assert.ok(lines.includes(line), `missing: ${line}`);
+    }
+    assert.ok(lines.some((l) => l.startsWith('apiserver_admission_controller_admission_duration_seconds_count{name="ValidatingAdmissionWebhook",operation="CREATE",rejected="true",type="validate"} ')));
+    assert.ok(lines.includes('# TYPE apiserver_admission_step_admission_duration_seconds histogram'));
+    assert.ok(lines.some((l) => l.startsWith('apiserver_admission_step_admission_duration_seconds_bucket{operation="CREATE",rejected="true",type="validate",le="0.005"}')));
+    await ok(['delete', 'validatingwebhookconfiguration', 'metrics']);
   });
 
   it('gives up on a webhook after its timeoutSeconds', async () => {

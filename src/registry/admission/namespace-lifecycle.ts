@@ -3,8 +3,8 @@
  * exist or is being terminated, and the system namespaces cannot be deleted.
  */
 import { apiErrors, isStatusError } from '../errors.js';
-import type { KindDecl, KObject } from '../kind.js';
-import type { Admission, AdmissionAttributes, Operation, ResourceStore } from '../store.js';
+import type { KObject } from '../kind.js';
+import type { Admission, AdmissionAttributes, ResourceStore } from '../store.js';
 
 /** Namespaces that always exist and may not be deleted. */
 export const IMMORTAL_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
@@ -120,34 +120,5 @@ export function namespaceLifecycle(namespaces: () => ResourceStore | undefined):
   };
 }
 
-/**
- * Runs several admission plugins in order: every mutation, then every validation. A CONNECT goes only to the
- * plugins that handle it (Kubernetes' chainAdmissionHandler asks each plugin's Handles).
- */
-export function chainAdmission(plugins: readonly Admission[]): Admission {
-  const connect = plugins.filter((p) => p.handlesConnect);
-  const connectPhases = { mutate: connect.filter((p) => p.mutate !== undefined), validate: connect.filter((p) => p.validate !== undefined) };
-  // Per kind and operation, the plugins that handle it and have the phase, in order (worked out on first use).
-  const byKind = new WeakMap<KindDecl, Map<Operation, { mutate: Admission[]; validate: Admission[] }>>();
-  const phases = (a: AdmissionAttributes): { mutate: Admission[]; validate: Admission[] } => {
-    if (a.operation === 'CONNECT') return connectPhases;
-    let ops = byKind.get(a.decl);
-    if (!ops) byKind.set(a.decl, (ops = new Map()));
-    let found = ops.get(a.operation);
-    if (!found) {
-      const handling = plugins.filter((p) => !p.handles || p.handles(a.decl, a.operation));
-      found = { mutate: handling.filter((p) => p.mutate !== undefined), validate: handling.filter((p) => p.validate !== undefined) };
-      ops.set(a.operation, found);
-    }
-    return found;
-  };
-  return {
-    async mutate(a) {
-      for (const p of phases(a).mutate) await p.mutate!(a);
-    },
-    async validate(a) {
-      for (const p of phases(a).validate) await p.validate!(a);
-    },
-    handlesConnect: connect.length > 0,
-  };
-}
+/** The chain lives in chain.ts (reinvocation and metrics); re-exported for the callers that import it from here. */
+export { chainAdmission } from './chain.js';

@@ -24,6 +24,8 @@ export class CallError extends Error {
   constructor(
     readonly webhookName: string,
     readonly reason: string,
+    /** The status code 1.23 gives the failure (the metrics' code): the webhook's own, else 503, 400 or 500. */
+    readonly code = 503,
   ) {
     super(`failed calling webhook "${webhookName}": ${reason}`);
   }
@@ -225,7 +227,7 @@ export async function callWebhook(opts: {
   const { webhookName: name, clientConfig: cc } = opts;
   const version = opts.reviewVersions.find((v) => ADMISSION_REVIEW_VERSIONS.includes(v));
   if (!version) {
-    throw new CallError(name, `webhook does not accept known AdmissionReview versions (${ADMISSION_REVIEW_VERSIONS.join(', ')})`);
+    throw new CallError(name, `webhook does not accept known AdmissionReview versions (${ADMISSION_REVIEW_VERSIONS.join(', ')})`, 400);
   }
   let target: Target;
   try {
@@ -238,7 +240,7 @@ export async function callWebhook(opts: {
       throw new Error('no url or service');
     }
   } catch (err) {
-    throw new CallError(name, `failed to call webhook: ${(err as Error).message}`);
+    throw new CallError(name, `failed to call webhook: ${(err as Error).message}`, 500);
   }
   target.url.search = `?timeout=${opts.timeoutSeconds}s`;
   const uid = randomUUID();
@@ -259,7 +261,7 @@ export async function callWebhook(opts: {
     } catch {
       // not a Status
     }
-    throw new CallError(name, `failed to call webhook: ${message}`);
+    throw new CallError(name, `failed to call webhook: ${message}`, answer.status);
   }
   let parsed: Record<string, any>;
   try {

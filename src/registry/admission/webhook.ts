@@ -24,6 +24,7 @@ import { labelSelectorAsSelector, type LabelSelector } from '../../util/labels.j
 import { applyJsonPatch } from '../patch.js';
 import { ADMISSION_REGISTRATION_GROUP } from '../kinds/admissionregistration/index.js';
 import type { Dialer } from '../../util/dial.js';
+import type { AdmissionMetricsSink } from './metrics.js';
 import { CallError, callWebhook, type ClientConfig, type GVK, type GVR, type ReviewRequest, type ReviewResponse, type WebhookAuthResolver } from './webhook-call.js';
 
 type Json = Record<string, any>;
@@ -73,7 +74,27 @@ export interface WebhookAdmissionDeps {
   auth?: WebhookAuthResolver;
   /** The cluster egress (--egress-selector-config-file) the webhook calls go through. */
   dial?: Dialer;
+  /** The admission webhook metrics (duration, requests, rejections); absent: not measured. */
+  metrics?: AdmissionMetricsSink;
   log?: (message: string) => void;
+}
+
+/**
+ * The mutating webhooks' part of the request's reinvocation context (Kubernetes' webhookReinvokeContext):
+ * the IfNeeded webhooks called since the object last changed, those to call again on the second pass, and
+ * the object as the webhooks last left it.
+ */
+interface ReinvokeState {
+  previouslyInvoked: Set<string>;
+  reinvoke: Set<string>;
+  lastOutput: string | undefined;
+}
+const REINVOKE_KEY = 'MutatingAdmissionWebhook';
+
+/** RequireReinvokingPreviouslyInvokedPlugins. */
+function requireReinvoking(state: ReinvokeState): void {
+  for (const k of state.previouslyInvoked) state.reinvoke.add(k);
+  state.previouslyInvoked.clear();
 }
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
@@ -167,6 +188,9 @@ function bodyKind(obj: KObject): GVK {
 }
 const gvr = (d: KindDecl): GVR => ({ group: d.group, version: d.version, resource: d.resource });
 
+/** A webhook's refusal (ErrWebhookRejection), told apart from other failures for the metrics. */
+class Denial extends StatusError {}
+
 /** ToStatusErr: the webhook's refusal as the client sees it. */
 function denial(webhookName: string, status: Json | undefined): StatusError {
   const s: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', code: 400 };
@@ -181,7 +205,7 @@ function denial(webhookName: string, status: Json | undefined): StatusError {
   if (message !== '') s.message = `${deniedBy}: ${message}`;
   else if (s.reason) s.message = `${deniedBy}: ${s.reason}`;
   else s.message = `${deniedBy} without explanation`;
-  return new StatusError(s);
+  return new Denial(s);
 }
 
 /** Go's json.Marshal of a value (for annotations). */
@@ -338,32 +362,68 @@ class WebhookDispatcher {
     throw apiErrors.internal(err.message);
   }
 
+  /**
+   * The mutating phase (mutatingDispatcher.Dispatch). On the chain's second pass (isReinvoke) only the
+   * webhooks marked for reinvocation are called, and all IfNeeded ones called before are marked when the
+   * object changed since the webhooks last left it (an in-tree plugin changed it on that pass).
+   */
   async mutate(a: AdmissionAttributes): Promise<void> {
     if (a.decl.group === ADMISSION_REGISTRATION_GROUP || !a.object) return;
     const hooks = await this.currentHooks();
     if (hooks.length === 0) return;
-    // Reinvocation (Kubernetes' webhookReinvokeContext): IfNeeded webhooks called before a later change.
-    const invokedReinvocable = new Set<string>();
-    const toReinvoke = new Set<string>();
-    for (let round = 0; round < 2; round++) {
+    const r = (a.reinvocation ??= { isReinvoke: false, shouldReinvoke: false, values: new Map() });
+    let state = r.values.get(REINVOKE_KEY) as ReinvokeState | undefined;
+    if (!state) r.values.set(REINVOKE_KEY, (state = { previouslyInvoked: new Set(), reinvoke: new Set(), lastOutput: undefined }));
+    if (r.isReinvoke && state.lastOutput !== undefined && JSON.stringify(a.object) !== state.lastOutput) requireReinvoking(state);
+    const round = r.isReinvoke ? 1 : 0;
+    try {
       for (let i = 0; i < hooks.length; i++) {
         const hook = hooks[i]!;
-        if (round === 1 && !toReinvoke.has(hook.key)) continue;
         const inv = await this.invocationFor(hook, a);
         if (!inv) continue;
+        // A webhook not called on the first pass is never called for the first time on the second.
+        if (r.isReinvoke && !state.reinvoke.has(hook.key)) continue;
+        const start = performance.now();
         let changed = false;
+        let failure: unknown;
         try {
           changed = await this.callMutating(a, inv, round, i);
         } catch (err) {
-          this.failed(err, hook, a, `failed-open.mutation.webhook.admission.k8s.io/round_${round}_index_${i}`);
+          failure = err;
         }
-        if (changed) for (const k of invokedReinvocable) toReinvoke.add(k);
-        if (hook.reinvocationPolicy === 'IfNeeded') invokedReinvocable.add(hook.key);
+        this.observe(hook, a, start, failure);
+        if (changed) {
+          requireReinvoking(state);
+          r.shouldReinvoke = true;
+        }
+        if (hook.reinvocationPolicy === 'IfNeeded') state.previouslyInvoked.add(hook.key);
+        if (failure !== undefined) this.failed(failure, hook, a, `failed-open.mutation.webhook.admission.k8s.io/round_${round}_index_${i}`);
       }
-      if (round === 0) {
-        if (toReinvoke.size === 0) return;
-        invokedReinvocable.clear();
-      }
+    } finally {
+      // The object as the webhooks left it matters only to IfNeeded webhooks waiting for a later change.
+      state.lastOutput = state.previouslyInvoked.size > 0 ? JSON.stringify(a.object) : undefined;
+    }
+  }
+
+  /** ObserveWebhook and ObserveWebhookRejection for one call, classified as 1.23's dispatchers classify it. */
+  private observe(hook: Hook, a: AdmissionAttributes, start: number, failure: unknown): void {
+    const m = this.deps.metrics;
+    if (!m) return;
+    const type = this.mutating ? 'admit' : 'validating';
+    const seconds = (performance.now() - start) / 1000;
+    if (failure === undefined) {
+      m.webhook(hook.name, type, a.operation, false, 200, seconds);
+    } else if (failure instanceof CallError) {
+      const rejected = hook.failurePolicy !== 'Ignore';
+      if (rejected) m.webhookRejection(hook.name, type, a.operation, 'calling_webhook_error', failure.code);
+      m.webhook(hook.name, type, a.operation, rejected, failure.code, seconds);
+    } else if (failure instanceof Denial) {
+      const code = failure.status.code ?? 400;
+      m.webhookRejection(hook.name, type, a.operation, 'no_error', code);
+      m.webhook(hook.name, type, a.operation, true, code, seconds);
+    } else {
+      m.webhookRejection(hook.name, type, a.operation, 'apiserver_internal_error', 0);
+      m.webhook(hook.name, type, a.operation, true, 0, seconds);
     }
   }
 
@@ -375,15 +435,22 @@ class WebhookDispatcher {
       const hook = hooks[i]!;
       const inv = await this.invocationFor(hook, a);
       if (!inv) continue;
-      let response: ReviewResponse;
-      try {
-        response = await this.call(a, inv);
-      } catch (err) {
-        this.failed(err, hook, a, `failed-open.mutation.webhook.admission.k8s.io/round_0_index_${i}`);
-        continue;
-      }
-      if (response.allowed !== true) throw denial(hook.name, response.status);
+      await this.callToAdmit(a, inv, `failed-open.mutation.webhook.admission.k8s.io/round_0_index_${i}`);
     }
+  }
+
+  /** Calls a webhook that can only allow or refuse (validating, or mutating on a delete), measured. */
+  private async callToAdmit(a: AdmissionAttributes, inv: Invocation, failedOpenKey: string): Promise<void> {
+    const start = performance.now();
+    let failure: unknown;
+    try {
+      const response = await this.call(a, inv);
+      if (response.allowed !== true) failure = denial(inv.hook.name, response.status);
+    } catch (err) {
+      failure = err;
+    }
+    this.observe(inv.hook, a, start, failure);
+    if (failure !== undefined) this.failed(failure, inv.hook, a, failedOpenKey);
   }
 
   /** Calls a mutating webhook and applies its patch to the request's object; whether the object changed. */
@@ -448,16 +515,7 @@ class WebhookDispatcher {
     }
     if (relevant.length === 0) return;
     const results = await Promise.allSettled(
-      relevant.map(async (inv, i) => {
-        let response: ReviewResponse;
-        try {
-          response = await this.call(a, inv);
-        } catch (err) {
-          this.failed(err, inv.hook, a, `failed-open.validating.webhook.admission.k8s.io/round_0_index_${i}`);
-          return;
-        }
-        if (response.allowed !== true) throw denial(inv.hook.name, response.status);
-      }),
+      relevant.map((inv, i) => this.callToAdmit(a, inv, `failed-open.validating.webhook.admission.k8s.io/round_0_index_${i}`)),
     );
     for (const r of results) if (r.status === 'rejected') throw r.reason;
   }
