@@ -252,6 +252,7 @@ export const AGENT_FLAGS = [
       { status: S },
     ),
     flag('contention-profiling', 'bool', 'false', 'Lock contention profiling when profiling is enabled.', {
+      status: S,
       configField: 'enableContentionProfiling',
     }),
     flag('cpu-cfs-quota', 'bool', 'true', 'Enforce CPU CFS quota for containers with CPU limits.', { status: S, configField: 'cpuCFSQuota' }),

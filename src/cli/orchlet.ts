@@ -220,6 +220,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     healthzPort: options.healthzPort,
     enableServer: options.enableServer,
     enableDebuggingHandlers: options.enableDebuggingHandlers,
+    contentionProfiling: options.contentionProfiling,
     anonymousAuth: options.anonymousAuth,
     certDir: options.certDir,
     authorizationMode: options.authorizationMode === 'Webhook' ? 'Webhook' : 'AlwaysAllow',

@@ -1,8 +1,13 @@
 // orchlet options of issue 10 that act on the API server's objects, through kubectl against a
-// cluster with an in-process agent: service links (with --master-service-namespace) and
-// --enable-controller-attach-detach. Plus the pure service-link variables.
+// cluster with an in-process agent: service links (with --master-service-namespace),
+// --enable-controller-attach-detach and --contention-profiling (the agent's /debug/pprof/block). Plus the
+// pure service-link variables.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { startAgent, type TestAgent } from '../helpers/agent.js';
 import { waitFor } from './runtime-contract.js';
@@ -12,6 +17,19 @@ import { NO_OBJECTS } from '../../src/agent/objects.js';
 import type { Pod } from '../../src/agent/types.js';
 
 type Json = Record<string, any>;
+
+/** GET over HTTPS from the agent's self-signed server. */
+function httpsGet(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    request(url, { rejectUnauthorized: false }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
 
 const svc = (namespace: string, name: string, clusterIP: string, ports: Json[]): Json => ({ metadata: { namespace, name }, spec: { clusterIP, ports } });
 
@@ -145,6 +163,38 @@ void describe('orchlet with an API server: service links and controller-managed 
       assert.match(second.logs.join('\n'), new RegExp(`node ${nodeName} registered`));
     } finally {
       await second.stop();
+    }
+  });
+  void it('--contention-profiling: the debugging handlers serve /debug/pprof/ profiles, and /debug/pprof/block only with the option', async () => {
+    const server = (contentionProfiling: boolean, rootDir: string) => ({
+      address: '127.0.0.1',
+      port: 0,
+      readOnlyPort: 0,
+      healthzAddress: '127.0.0.1',
+      healthzPort: 0,
+      enableServer: true,
+      enableDebuggingHandlers: true,
+      anonymousAuth: true,
+      certDir: join(rootDir, 'pki'),
+      contentionProfiling,
+    });
+    const pki = await mkdtemp(join(tmpdir(), 'orch-pprof-'));
+    const on = await startAgent(c, { extra: { server: server(true, pki) } });
+    const off = await startAgent(c, { extra: { server: server(false, join(pki, 'off')) } });
+    try {
+      const index = await httpsGet(`${on.url}/debug/pprof/`);
+      assert.equal(index.status, 200);
+      assert.match(index.body, /href='block\?debug=1'>block</);
+      const block = await httpsGet(`${on.url}/debug/pprof/block`);
+      assert.equal(block.status, 200);
+      assert.match(block.body, /^--- event loop delay \(monitorEventLoopDelay, resolution 10 ms\), nanoseconds\nsamples \d+\n/);
+      assert.equal((await httpsGet(`${on.url}/debug/pprof/cmdline`)).status, 200);
+      assert.equal((await httpsGet(`${off.url}/debug/pprof/block`)).status, 404);
+      assert.doesNotMatch((await httpsGet(`${off.url}/debug/pprof/`)).body, /block/);
+    } finally {
+      await on.stop();
+      await off.stop();
+      await rm(pki, { recursive: true, force: true });
     }
   });
 });

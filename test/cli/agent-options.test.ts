@@ -130,7 +130,7 @@ const SUPPORTED = [
   'allowed-unsafe-sysctls', 'oom-score-adj', 'protect-kernel-defaults', 'seccomp-default', 'cgroup-driver',
   // service links, attach/detach and credential providers (issue 10)
   'master-service-namespace', 'enable-controller-attach-detach', 'image-credential-provider-config',
-  'image-credential-provider-bin-dir', 'volume-plugin-dir',
+  'image-credential-provider-bin-dir', 'volume-plugin-dir', 'contention-profiling',
 ];
 
 /** Options beyond document 3: upstream KubeletConfiguration fields exposed as flags. */

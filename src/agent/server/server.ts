@@ -4,7 +4,8 @@
 //   all three    /healthz
 //   main, r/o    /pods (PodList of the pods the agent runs), /stats/summary
 //   main only    with --enable-debugging-handlers: /containerLogs/{ns}/{pod}/{container}, /runningpods/,
-//                /exec/, /attach/ and /portForward/ (streaming.ts: upgraded connections);
+//                /exec/, /attach/ and /portForward/ (streaming.ts: upgraded connections), /debug/pprof/
+//                (util/profiling.ts; /debug/pprof/block with --contention-profiling);
 //                always: /manifests (the agent's manifest endpoint, see the README)
 // Authentication and authorization on the main server: auth.ts (client certificates of --client-ca-file,
 // bearer tokens by TokenReview, anonymous; AlwaysAllow or Webhook by SubjectAccessReview).
@@ -19,6 +20,7 @@ import { streamLog, type LogOptions } from './logs.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { isStreamingPath, refuseUpgrade, serveStreamingRequest, serveStreamingUpgrade } from './streaming.js';
 import { AgentAuth, type AgentAuthOptions } from './auth.js';
+import { installProfiling } from '../../util/profiling.js';
 import type { ApiClient } from '../client/client.js';
 
 export interface LogTarget {
@@ -71,6 +73,8 @@ export interface AgentServerOptions extends AgentAuthOptions {
   tlsMinVersion?: SecureVersion;
   /** --tls-cipher-suites as an OpenSSL cipher list (util/tls.ts); Node's defaults when unset. */
   tlsCiphers?: string;
+  /** --contention-profiling: /debug/pprof/block (the event loop's delay) among the debugging handlers' profiles. */
+  contentionProfiling?: boolean;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
@@ -135,6 +139,8 @@ export class AgentServers {
   /** Upgraded (streaming) connections, which the servers no longer track; ended by stop(). */
   private readonly upgraded = new Set<Duplex>();
   private readonly auth: AgentAuth;
+  /** Ends CPU profiles in progress and the event-loop delay histogram at stop(). */
+  private readonly abort = new AbortController();
 
   constructor(
     private readonly host: ServerHost,
@@ -194,6 +200,7 @@ export class AgentServers {
   }
 
   async stop(): Promise<void> {
+    this.abort.abort();
     for (const s of this.upgraded) s.destroy();
     await Promise.all([this.main, this.readOnly, this.health].filter((s): s is Server => s !== undefined).map((s) => close(s)));
   }
@@ -210,6 +217,9 @@ export class AgentServers {
       r.set('/runningpods/', running);
       r.set('/containerLogs/', (req, res, url) => this.containerLogs(req, res, url));
       for (const p of ['/exec/', '/attach/', '/portForward/']) r.set(p, (req, res) => serveStreamingRequest(this.host, req, res));
+      // kubelet's pprof handlers, and with --contention-profiling the block profile (util/profiling.ts)
+      const set = (path: string, h: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): void => void r.set(path, (req, res) => h(req, res));
+      installProfiling({ handle: set, handlePrefix: set }, { signal: this.abort.signal, contention: this.o.contentionProfiling === true });
     }
     if (main && this.host.manifests) r.set('/manifests', (req, res, url) => this.manifests(req, res, url));
     return r;
