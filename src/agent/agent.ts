@@ -377,6 +377,7 @@ export class Agent implements ServerHost {
         this.memcg = new MemcgNotifier({
           fs: this.config.cgroups?.fs ?? new CgroupFs(),
           thresholds: this.config.eviction.thresholds,
+          ...(this.config.cgroups?.allocatableCgroup !== undefined ? { podsCgroup: this.config.cgroups.allocatableCgroup } : {}),
           onCrossing: (m) => {
             this.log('info', m);
             void this.evictionPass();
@@ -489,6 +490,8 @@ export class Agent implements ServerHost {
     const stillKnown = new Set([...known, ...this.workers.uids()]);
     const gone = await unmountOrphans(resolve(this.config.rootDir), stillKnown).catch(() => []);
     for (const m of gone) this.log('info', `unmounted ${m}: no source holds its pod`);
+    const cgroups = (await this.config.cgroups?.cleanupOrphans((uid) => this.workers.state(uid) !== undefined).catch(() => [])) ?? [];
+    for (const c of cgroups) this.log('info', `removed the cgroup ${c}: no source holds its pod`);
   }
 
   /** One measurement of every pod's volumes (--volume-stats-agg-period), as kubelet's volume stats cache. */
@@ -571,6 +574,8 @@ export class Agent implements ServerHost {
     try {
       const imageFs = this.runtime.images?.imageFsDir ? await this.runtime.images.imageFsDir().catch(() => undefined) : undefined;
       const obs = await observe(resolve(this.config.rootDir), imageFs);
+      const allocatable = await this.config.cgroups?.allocatableMemory();
+      if (allocatable) obs['allocatableMemory.available'] = allocatable;
       const decision = await em.synchronize(obs, () => this.podUsages());
       if (!decision.evict) return;
       const { pod, graceSeconds, message } = decision.evict;

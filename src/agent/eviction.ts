@@ -22,12 +22,21 @@ import { fsSize } from './node/hostinfo.js';
 import { qosClass } from './status.js';
 import type { Pod } from './types.js';
 
-export type Signal = 'memory.available' | 'nodefs.available' | 'nodefs.inodesFree' | 'imagefs.available' | 'imagefs.inodesFree' | 'pid.available';
+export type Signal =
+  | 'memory.available'
+  | 'allocatableMemory.available'
+  | 'nodefs.available'
+  | 'nodefs.inodesFree'
+  | 'imagefs.available'
+  | 'imagefs.inodesFree'
+  | 'pid.available';
 export type PressureCondition = 'MemoryPressure' | 'DiskPressure' | 'PIDPressure';
 type Resource = 'memory' | 'ephemeral-storage' | 'pids';
 
 const SIGNALS: Record<Signal, { condition: PressureCondition; resource: Resource }> = {
   'memory.available': { condition: 'MemoryPressure', resource: 'memory' },
+  // the pods' cgroup: its memory limit less its working set (cgroups/manager.ts; with --enforce-node-allocatable=pods)
+  'allocatableMemory.available': { condition: 'MemoryPressure', resource: 'memory' },
   'nodefs.available': { condition: 'DiskPressure', resource: 'ephemeral-storage' },
   'nodefs.inodesFree': { condition: 'DiskPressure', resource: 'ephemeral-storage' },
   'imagefs.available': { condition: 'DiskPressure', resource: 'ephemeral-storage' },
@@ -255,7 +264,8 @@ export class EvictionManager {
     this.met = acting;
     const decision: EvictionDecision = { conditions: new Set(this.conditions) };
     if (acting.length === 0) return decision;
-    const chosen = [...acting].sort((a, b) => (a.signal === 'memory.available' ? 0 : 1) - (b.signal === 'memory.available' ? 0 : 1))[0]!;
+    const memoryFirst = (t: Threshold): number => (SIGNALS[t.signal].resource === 'memory' ? 0 : 1);
+    const chosen = [...acting].sort((a, b) => memoryFirst(a) - memoryFirst(b))[0]!;
     const resource = SIGNALS[chosen.signal].resource;
     const candidates = rankForEviction((await pods()).filter((u) => !isCriticalPod(u.pod)), resource);
     const victim = candidates[0];

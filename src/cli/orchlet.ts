@@ -19,6 +19,7 @@ import { runOnce } from '../agent/runonce.js';
 import { resourceManagersFromOptions } from '../agent/cm/index.js';
 import { nodeCgroupsFromOptions } from '../agent/cgroups/options.js';
 import { checkCgroupOptions } from '../agent/cgroups/manager.js';
+import { addAllocatableThresholds } from '../agent/cgroups/memcg.js';
 import { credentialProvidersFromOptions } from '../agent/credentialprovider/plugin.js';
 import { parseDuration } from '../util/flags.js';
 import { parseQuantity } from '../util/quantity.js';
@@ -193,6 +194,8 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
   for (const line of networkOptionNotes(options).lines) log('info', line);
   if (options.runonce) config.stopPodsOnExit = !runtime.detach;
   Object.assign(config, nodeCgroupsFromOptions(options, runtime, log));
+  // kubelet's addAllocatableThresholds: hard memory.available thresholds also watch the pods' cgroup
+  if (config.eviction) config.eviction.thresholds = addAllocatableThresholds(config.eviction.thresholds, options.enforceNodeAllocatable);
   if (runtime.runsImages) {
     config.podConfig = {
       cgroupRoot: options.cgroupRoot,

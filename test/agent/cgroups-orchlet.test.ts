@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CgroupFs, cgroupOf } from '../../src/agent/cgroups/fs.js';
+import { NodeCgroups } from '../../src/agent/cgroups/manager.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
 
@@ -185,6 +186,53 @@ void describe('orchlet cgroup options (bin/orchlet, built-in runtime)', () => {
       assert.equal(await exited, 0, err);
       if (sleeper > 0) process.kill(sleeper, 'SIGKILL');
       await eventually('the sleeper gone', () => !existsSync(`/proc/${sleeper}`));
+    }
+  });
+
+  void it('pod cgroups no pod holds are removed by housekeeping once empty (NodeCgroups.cleanupOrphans); allocatableMemory.available',  { skip: !linuxRoot && 'needs root and cgroup v1' }, async () => {
+    const root = `${base}/orphans`;
+    const logs: string[] = [];
+    const m = new NodeCgroups({
+      cgroupRoot: root,
+      cgroupsPerQOS: true,
+      podCgroups: true,
+      enforce: ['pods'],
+      capacity: { cpu: 1000, memory: 1024 * 1048576 },
+      systemReserved: {},
+      kubeReserved: {},
+      systemReservedCgroup: '',
+      kubeReservedCgroup: '',
+      podPidsLimit: -1,
+      cpuCFSQuota: true,
+      cpuPeriodUs: 100000,
+      orphanMinAgeMs: 0,
+      log: (_l, msg) => logs.push(msg),
+    });
+    await m.start(() => []);
+    const kubepods = `${root}/kubepods`;
+    try {
+      assert.equal(read('cpu', kubepods, 'cpu.shares'), '1024');
+      assert.equal(read('memory', kubepods, 'memory.limit_in_bytes'), String(1024 * 1048576));
+      // the signal: the pods cgroup's limit less its working set (usage less inactive file pages)
+      const obs = await m.allocatableMemory();
+      const usage = Number(read('memory', kubepods, 'memory.usage_in_bytes'));
+      const inactive = Number(/^total_inactive_file (\d+)$/m.exec(read('memory', kubepods, 'memory.stat'))?.[1]);
+      assert.deepEqual(obs, { capacity: 1024 * 1048576, available: 1024 * 1048576 - (usage - inactive) });
+      for (const name of ['poda', 'burstable/podb', 'burstable/podb/c1', 'besteffort/podc', 'besteffort/podd']) await fs!.create(`${kubepods}/${name}`);
+      // a process still in pod d's cgroup keeps it until the process is gone
+      const sleeper = spawn('sleep', ['600'], { stdio: 'ignore' });
+      await fs!.movePid(`${kubepods}/besteffort/podd`, sleeper.pid!);
+      const removed = await m.cleanupOrphans((uid) => uid === 'a');
+      assert.deepEqual(removed.sort(), [`${kubepods}/besteffort/podc`, `${kubepods}/burstable/podb`]);
+      assert.ok(fs!.exists(`${kubepods}/poda`));
+      assert.ok(fs!.exists(`${kubepods}/besteffort/podd`));
+      assert.ok(!existsSync(fs!.path('cpu', `${kubepods}/burstable/podb`)!));
+      sleeper.kill('SIGKILL');
+      await new Promise((resolve) => sleeper.on('exit', resolve));
+      await eventually('pod d removed', async () => (await m.cleanupOrphans((uid) => uid === 'a')).includes(`${kubepods}/besteffort/podd`));
+    } finally {
+      m.stop();
+      await fs!.remove(root);
     }
   });
 

@@ -14,6 +14,8 @@ import {
   qosMemoryLimits,
   resourceConfigForPod,
 } from '../../src/agent/cgroups/resources.js';
+import { addAllocatableThresholds } from '../../src/agent/cgroups/memcg.js';
+import type { Threshold } from '../../src/agent/eviction.js';
 import type { Pod } from '../../src/agent/types.js';
 
 const Mi = 1024 * 1024;
@@ -70,6 +72,14 @@ void describe('cgroup arithmetic of kubelet 1.23', () => {
     assert.deepEqual(qosMemoryLimits([guaranteed, burstable, besteffort], 1000 * Mi, 50), { burstable: 968 * Mi, besteffort: 952 * Mi });
     assert.deepEqual(qosMemoryLimits([guaranteed], 1000 * Mi, 100), { burstable: 936 * Mi, besteffort: 936 * Mi });
     assert.equal(qosMemoryLimits([guaranteed], 0, 50), undefined);
+  });
+
+  void it('addAllocatableThresholds: a twin of each hard memory.available threshold when pods are enforced', () => {
+    const hard: Threshold = { signal: 'memory.available', quantity: 100 * Mi, text: '100Mi', hard: true, gracePeriodMs: 0, minReclaim: { quantity: Mi } };
+    const soft: Threshold = { signal: 'memory.available', quantity: 200 * Mi, text: '200Mi', hard: false, gracePeriodMs: 60_000 };
+    const disk: Threshold = { signal: 'nodefs.available', percent: 0.1, text: '10%', hard: true, gracePeriodMs: 0 };
+    assert.deepEqual(addAllocatableThresholds([hard, soft, disk], ['pods']), [hard, soft, disk, { ...hard, signal: 'allocatableMemory.available' }]);
+    assert.deepEqual(addAllocatableThresholds([hard, soft, disk], ['system-reserved']), [hard, soft, disk]);
   });
 
   void it('--qos-reserved parsing as ParseQOSReserved', () => {

@@ -199,6 +199,16 @@ export class CgroupFs {
     return text !== undefined && Number.isFinite(n) ? n : undefined;
   }
 
+  /** The cgroup's memory limit in bytes (v1 memory.limit_in_bytes, v2 memory.max); undefined when unlimited or unreadable. */
+  async memoryLimit(name: string): Promise<number | undefined> {
+    const dir = this.path('memory', name);
+    if (dir === undefined) return undefined;
+    const text = (await readFile(join(dir, this.unified ? 'memory.max' : 'memory.limit_in_bytes'), 'utf8').catch(() => '')).trim();
+    const n = Number(text);
+    // v1 shows "unlimited" as the largest page-aligned 63-bit value
+    return text === '' || text === 'max' || !Number.isFinite(n) || n >= 2 ** 62 ? undefined : n;
+  }
+
   /** One value of the cgroup's memory.stat (v1 names, e.g. total_inactive_file; v2 inactive_file). */
   async memoryStat(name: string, key: string): Promise<number | undefined> {
     const dir = this.path('memory', name);

@@ -20,6 +20,7 @@
 // Only runtimes that isolate containers put pods in cgroups: with the built-in process runtime
 // (pods are host processes) the pods, QoS and pod cgroups are not made; the reserved cgroups and the
 // process cgroups are.
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { podCgroupParent } from '../podconfig.js';
 import type { Pod } from '../types.js';
@@ -57,6 +58,8 @@ export interface NodeCgroupsConfig {
   runtimePids?: () => Promise<number[]>;
   /** How often the QoS tiers, the process cgroups and a failed allocatable update are redone (kubelet: 1 min). */
   periodMs?: number;
+  /** A pod cgroup younger than this is never an orphan (it may be about to get its sandbox); default 1 min. */
+  orphanMinAgeMs?: number;
   fs?: CgroupFs;
   log: (level: 'info' | 'error', message: string) => void;
   /** Node events (NodeAllocatableEnforced, FailedNodeAllocatableEnforcement). */
@@ -240,6 +243,25 @@ export class NodeCgroups {
     }
   }
 
+  /** The pods' cgroup when this agent keeps it (a CRI runtime with --cgroups-per-qos), for allocatableMemory.available. */
+  get allocatableCgroup(): string | undefined {
+    return this.hierarchy ? this.podsCgroup : undefined;
+  }
+
+  /**
+   * The allocatableMemory.available signal (kubelet's "pods" system container): the pods' cgroup's
+   * memory limit less its working set (usage less inactive file pages), with the limit as capacity;
+   * undefined without the pods' cgroup or a limit on it.
+   */
+  async allocatableMemory(): Promise<{ available: number; capacity: number } | undefined> {
+    const name = this.allocatableCgroup;
+    if (name === undefined) return undefined;
+    const [limit, usage, inactive] = await Promise.all([this.fs.memoryLimit(name), this.fs.memoryUsage(name), this.fs.memoryStat(name, 'total_inactive_file')]);
+    if (limit === undefined || usage === undefined) return undefined;
+    const workingSet = Math.max(0, usage - (inactive ?? 0));
+    return { available: Math.max(0, limit - workingSet), capacity: limit };
+  }
+
   /** A QoS update soon (pods stopped or went); several requests within the same tick make one. */
   podsChanged(): void {
     if (!this.hierarchy || this.stopped || this.qosPending) return;
@@ -271,6 +293,38 @@ export class NodeCgroups {
     } catch (err) {
       throw new Error(`failed to ensure that the pod: ${pod.metadata.uid} cgroups exist and are correctly applied: failed to create container for ${cgroupNameText(name)} : ${String(err)}`, { cause: err });
     }
+  }
+
+  /**
+   * kubelet's cleanupOrphanedPodCgroups, from housekeeping: the pod cgroups under the QoS hierarchy
+   * whose pod `known` does not hold are removed once empty (a cgroup with processes left is tried
+   * again next time). A sandbox's removal takes its cgroup along only in the agent that made it, so
+   * pods adopted after a restart, or whose sandbox never started, leave theirs here.
+   */
+  async cleanupOrphans(known: (uid: string) => boolean): Promise<string[]> {
+    if (!this.hierarchy || this.stopped) return [];
+    const removed: string[] = [];
+    const minAge = this.c.orphanMinAgeMs ?? 60_000;
+    for (const tier of ['', 'burstable', 'besteffort']) {
+      const parent = join(this.podsCgroup, tier);
+      const dir = this.fs.path('memory', parent);
+      if (dir === undefined) continue;
+      const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+      for (const e of entries) {
+        const m = /^pod(.+)$/.exec(e.name);
+        if (!e.isDirectory() || !m || known(m[1]!)) continue;
+        const age = Date.now() - ((await stat(join(dir, e.name)).catch(() => undefined))?.mtimeMs ?? Date.now());
+        if (age < minAge) continue;
+        const name = join(parent, e.name);
+        try {
+          await this.fs.remove(name);
+          removed.push(name);
+        } catch (err) {
+          this.c.log('info', `orphaned pod cgroup ${name} not removed yet: ${String(err)}`);
+        }
+      }
+    }
+    return removed;
   }
 
   /** The system containers' ensureState: --system-cgroups, --orchlet-cgroups, --runtime-cgroups. */

@@ -8,14 +8,18 @@
 // usage against the same threshold every pollMs (default 1 s, ten times faster than the 10 s
 // eviction monitoring) and, on a crossing in either direction (eventfd thresholds fire both ways),
 // runs the eviction pass at once. Without the option the eviction manager polls every 10 s only.
+// allocatableMemory.available thresholds are watched the same way on the pods' cgroup (kubepods),
+// whose memory limit is their capacity.
 import { readFile } from 'node:fs/promises';
 import type { Threshold } from '../eviction.js';
 import type { CgroupFs } from './fs.js';
 
 export interface MemcgNotifierOptions {
   fs: CgroupFs;
-  /** The memory.available eviction thresholds (hard and soft). */
+  /** The memory.available and allocatableMemory.available eviction thresholds (hard and soft). */
   thresholds: readonly Threshold[];
+  /** The pods' cgroup (for allocatableMemory.available); those thresholds are not watched without it. */
+  podsCgroup?: string;
   /** The eviction manager's synchronize. */
   onCrossing: (message: string) => void;
   pollMs?: number;
@@ -26,6 +30,8 @@ export interface MemcgNotifierOptions {
 
 interface Watch {
   threshold: Threshold;
+  /** The memory cgroup watched: '/' (the node) or the pods' cgroup. */
+  cgroup: string;
   /** The usage_in_bytes value that means the threshold is reached. */
   usageLimit?: number;
   above?: boolean;
@@ -44,7 +50,11 @@ export class MemcgNotifier {
   private busy = false;
 
   constructor(private readonly o: MemcgNotifierOptions) {
-    this.watches = o.thresholds.filter((t) => t.signal === 'memory.available').map((threshold) => ({ threshold }));
+    this.watches = [];
+    for (const threshold of o.thresholds) {
+      if (threshold.signal === 'memory.available') this.watches.push({ threshold, cgroup: '/' });
+      if (threshold.signal === 'allocatableMemory.available' && o.podsCgroup !== undefined) this.watches.push({ threshold, cgroup: o.podsCgroup });
+    }
   }
 
   get active(): boolean {
@@ -66,8 +76,15 @@ export class MemcgNotifier {
     clearInterval(this.refreshTimer);
   }
 
-  /** The root cgroup's usage and inactive file pages (v1); on v2 the node's, from /proc/meminfo. */
-  private async usage(): Promise<{ usage: number; inactiveFile: number; capacity: number } | undefined> {
+  /**
+   * A cgroup's usage, inactive file pages and capacity: the root's (v1; on v2 the node's, from
+   * /proc/meminfo) against MemTotal, the pods' cgroup's against its limit.
+   */
+  private async usage(cgroup: string): Promise<{ usage: number; inactiveFile: number; capacity: number } | undefined> {
+    if (cgroup !== '/') {
+      const [capacity, usage, inactiveFile] = await Promise.all([this.o.fs.memoryLimit(cgroup), this.o.fs.memoryUsage(cgroup), this.o.fs.memoryStat(cgroup, 'total_inactive_file')]);
+      return capacity !== undefined && usage !== undefined ? { usage, inactiveFile: inactiveFile ?? 0, capacity } : undefined;
+    }
     const capacity = await memTotal();
     if (capacity === undefined) return undefined;
     if (!this.o.fs.unified) {
@@ -82,9 +99,9 @@ export class MemcgNotifier {
 
   /** UpdateThreshold: usage limit = capacity − threshold + inactive_file. */
   private async refresh(): Promise<void> {
-    const u = await this.usage();
-    if (!u) return;
     for (const w of this.watches) {
+      const u = await this.usage(w.cgroup);
+      if (!u) continue;
       const t = w.threshold;
       const amount = t.quantity ?? Math.round((t.percent ?? 0) * u.capacity);
       w.usageLimit = u.capacity - amount + u.inactiveFile;
@@ -95,19 +112,31 @@ export class MemcgNotifier {
     if (this.busy) return;
     this.busy = true;
     try {
-      const u = await this.usage();
-      if (!u) return;
       for (const w of this.watches) {
         if (w.usageLimit === undefined) continue;
+        const u = await this.usage(w.cgroup);
+        if (!u) continue;
         const above = u.usage >= w.usageLimit;
         const crossed = w.above !== undefined && above !== w.above;
         w.above = above;
         if (crossed) {
-          this.o.onCrossing(`eviction manager: memory usage ${u.usage} crossed ${w.usageLimit} (memory.available<${w.threshold.text}); synchronizing`);
+          const where = w.cgroup === '/' ? 'memory usage' : `memory usage of ${w.cgroup}`;
+          this.o.onCrossing(`eviction manager: ${where} ${u.usage} crossed ${w.usageLimit} (${w.threshold.signal}<${w.threshold.text}); synchronizing`);
         }
       }
     } finally {
       this.busy = false;
     }
   }
+}
+
+/**
+ * addAllocatableThresholds: with 'pods' in --enforce-node-allocatable, each hard memory.available
+ * threshold gets an allocatableMemory.available twin (same value and minimum reclaim), met when the
+ * pods' cgroup runs short of memory under its limit.
+ */
+export function addAllocatableThresholds(thresholds: readonly Threshold[], enforce: readonly string[]): Threshold[] {
+  if (!enforce.includes('pods')) return [...thresholds];
+  const twins = thresholds.filter((t) => t.signal === 'memory.available' && t.hard).map((t): Threshold => ({ ...t, signal: 'allocatableMemory.available' }));
+  return [...thresholds, ...twins];
 }
