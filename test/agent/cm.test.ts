@@ -233,6 +233,7 @@ void describe('memory manager and the whole', () => {
     assert.throws(() => new ResourceManagers({ ...cfg(['--cpu-manager-policy=static']).config, machine: SMALL }), /requires systemreserved.cpu \+ kubereserved.cpu/);
     assert.throws(() => cfg(['--cpu-manager-policy-options=full-pcpus-only=true']), /cpuManagerPolicyOptions requires feature gate CPUManagerPolicyOptions/);
     assert.throws(() => cfg(['--reserved-cpus=0-4']), /reserved-cpus: 0-4 is not a subset of online-cpus: 0-1/);
+    assert.throws(() => cfg(['--topology-manager-policy=restricted', '--feature-gates=TopologyManager=false']), /topologyManagerPolicy restricted requires feature gate TopologyManager/);
     assert.throws(() => cfg(['--reserved-cpus=a']), /unable to parse reservedSystemCPUs \(--reserved-cpus\) a/);
     assert.throws(() => cfg(['--reserved-cpus=0', '--system-reserved-cgroup=/sys']), /can't use reservedSystemCPUs/);
     const r = cfg(['--reserved-cpus=1', '--system-reserved=cpu=2,memory=1Gi', '--orch-reserved=cpu=1']);

@@ -86,6 +86,10 @@ export function resourceManagersFromOptions(
   if (optionsGiven && o.featureGates.CPUManagerPolicyOptions !== true) {
     throw new Error('invalid configuration: cpuManagerPolicyOptions requires feature gate CPUManagerPolicyOptions');
   }
+  if (o.featureGates.TopologyManager === false) {
+    if (o.topologyManagerPolicy !== 'none') throw new Error(`invalid configuration: topologyManagerPolicy ${o.topologyManagerPolicy} requires feature gate TopologyManager`);
+    if (o.topologyManagerScope !== 'container') throw new Error(`invalid configuration: topologyManagerScope ${o.topologyManagerScope} requires feature gate TopologyManager`);
+  }
   const memoryReservation = new Map<string, bigint>();
   for (const m of [orchReserved, systemReserved]) {
     for (const [r, q] of Object.entries(m)) {
