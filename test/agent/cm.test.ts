@@ -203,6 +203,23 @@ void describe('static CPU policy', () => {
     }
   });
 
+  void it("an init container's CPUs are reused by the app containers that follow it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cm-init-'));
+    try {
+      const m = new CPUManager({ policy: 'static', topology: new CPUTopology(SMALL.cpus), reservedCount: 1, stateDir: dir, reconcilePeriodMs: 10_000, affinity: () => ({ affinity: null, preferred: false }) });
+      const p = pod('w', [guaranteed('1')], [guaranteed('1')]);
+      m.start({ activePods: () => [p], podStatus: () => undefined, sourcesReady: () => true, updateContainerCpuset: async () => undefined });
+      m.allocate(p, p.spec.initContainers![0]!);
+      m.allocate(p, p.spec.containers[0]!);
+      assert.equal(m.cpusetOf('w', 'i0').toString(), '1');
+      assert.equal(m.cpusetOf('w', 'c0').toString(), '1');
+      assert.equal(m.cpusetOf('other', 'x').toString(), '0');
+      m.stop();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   void it('needs reserved CPUs; full-pcpus-only refuses odd requests on SMT machines', () => {
     const topo = new CPUTopology(BIG.cpus);
     const base = { policy: 'static' as const, topology: topo, stateDir: '/nonexistent', reconcilePeriodMs: 1000, affinity: () => ({ affinity: null, preferred: false }) };
