@@ -71,6 +71,7 @@ import {
 } from '../registry/admission/pod-restrictions.js';
 import { mutatingWebhookAdmission, validatingWebhookAdmission, type WebhookAdmissionDeps } from '../registry/admission/webhook.js';
 import type { AdmissionMetricsSink } from '../registry/admission/metrics.js';
+import type { ServiceAddress } from '../registry/service-resolver.js';
 import { resourceQuotaAdmission, parseQuotaConfig } from '../registry/admission/quota.js';
 import { startResourceQuotaController } from './controllers/resourcequota.js';
 import { certificateApproval, certificateSigning, certificateSubjectRestriction } from '../registry/admission/certificates.js';
@@ -252,13 +253,19 @@ export async function createControlPlane(
   const hooks = postStartHooks(server, !!server.flowControl);
   const serviceNetwork = serviceNetworkFrom(options, storage);
   serviceNetwork.log = logger;
+  // kube-apiserver's loopback service resolver: the `kubernetes` Service on 443 is this server (webhooks, APIServices).
+  const loopback = (): ServiceAddress | undefined => {
+    if (!server.port) return undefined;
+    const url = new URL(server.url);
+    return { host: url.hostname.replace(/^\[|\]$/g, ''), port: server.port };
+  };
   const registry: Registry = new Registry({
     storage: server.tracer ? traceStorage(instrumentStorage(storage, server.metrics, BUILTIN_KINDS), server.tracer) : instrumentStorage(storage, server.metrics, BUILTIN_KINDS),
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
     admission: chainAdmission(
       [
-        ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig, egress?.cluster, server.metrics.admission),
+        ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig, egress?.cluster, server.metrics.admission, loopback),
         rbacEscalationAdmission({ resolver: () => resolver, authorizer: () => authz }),
       ],
       { metrics: server.metrics.admission },
@@ -312,6 +319,7 @@ export async function createControlPlane(
     servedKinds: served,
     proxyClient: loadProxyClient(options),
     enableAggregatorRouting: options.enableAggregatorRouting,
+    loopback,
     ...(server.tracer ? { tracer: server.tracer } : {}),
     ...(egress?.cluster ? { dial: egress.cluster } : {}),
     log: server.logger,
@@ -463,6 +471,8 @@ function admissionPlugins(
   cluster?: Dialer,
   /** The admission webhook metrics. */
   metrics?: AdmissionMetricsSink,
+  /** The server's loopback address, for webhooks naming the `kubernetes` Service. */
+  loopback?: () => ServiceAddress | undefined,
 ): Admission[] {
   const on = new Set(options.admissionPlugins);
   const plugins: Admission[] = [];
@@ -551,6 +561,8 @@ function admissionPlugins(
         ...(auth ? { auth } : {}),
         ...(cluster ? { dial: cluster } : {}),
         ...(metrics ? { metrics } : {}),
+        ...(loopback ? { loopback } : {}),
+        ...(options.enableAggregatorRouting ? { endpoints: () => registry().store('', 'v1', 'endpoints') } : {}),
       };
     };
     if (on.has('MutatingAdmissionWebhook')) add('MutatingAdmissionWebhook', mutatingWebhookAdmission(deps('MutatingAdmissionWebhook', 'mutatingwebhookconfigurations')));

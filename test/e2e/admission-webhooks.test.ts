@@ -344,6 +344,27 @@ describe('admission webhooks through kubectl', { skip }, () => {
     await ok(['delete', 'validatingwebhookconfiguration', 'by-service']);
   });
 
+  it('resolves a webhook Service default/kubernetes on port 443 to the server’s own loopback address', async () => {
+    const self = b64(c.cp.server.caCert);
+    const loopHook = (port: number) =>
+      validating('loop', [{ ...webhook('loop.orch.test', '/x', ['configmaps']), clientConfig: { service: { namespace: 'default', name: 'kubernetes', path: '/loop', port }, caBundle: self } }]);
+    await ok(['create', '-f', '-'], loopHook(443));
+    // The server itself answers the review, anonymous here (no credentials for kubernetes.default.svc:443):
+    // its 401 Status is the webhook's failure, under failurePolicy Fail.
+    assert.equal(
+      await refused(['create', 'configmap', 'looped', '-n', 'plain']),
+      'error: failed to create configmap: Internal error occurred: failed calling webhook "loop.orch.test": failed to call webhook: Unauthorized',
+    );
+    await ok(['delete', 'validatingwebhookconfiguration', 'loop']);
+    // Any other port goes to the Service's cluster IP resolver, which knows only port 443 of it.
+    await ok(['create', '-f', '-'], loopHook(444));
+    assert.equal(
+      await refused(['create', 'configmap', 'looped', '-n', 'plain']),
+      'error: failed to create configmap: Internal error occurred: failed calling webhook "loop.orch.test": failed to call webhook: no service port 444 found for service "kubernetes"',
+    );
+    await ok(['delete', 'validatingwebhookconfiguration', 'loop']);
+  });
+
   it('reinvokes an IfNeeded webhook once a later webhook changed the object', async () => {
     await ok(['create', '-f', '-'], mutating('a-count', [webhook('count.orch.test', '/count', ['configmaps'], { reinvocationPolicy: 'IfNeeded' })]));
     await ok(['create', '-f', '-'], mutating('b-late', [webhook('late.orch.test', '/late', ['configmaps'])]));

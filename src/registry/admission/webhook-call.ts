@@ -1,7 +1,7 @@
 /**
  * Calling one admission webhook, as Kubernetes' webhook client does (apiserver/pkg/admission/plugin/webhook
  * and util/webhook): an AdmissionReview of the version the webhook accepts first (admission.k8s.io v1 or
- * v1beta1) POSTed over HTTPS to its URL, or to its Service as the ClusterIP service resolver finds it, with
+ * v1beta1) POSTed over HTTPS to its URL, or to its Service as the server's service resolver finds it, with
  * `?timeout=<n>s`, trusting the configuration's caBundle (else the system roots); the answer is checked as
  * VerifyAdmissionResponse checks it. Failures to call are `CallError`s ("failed calling webhook ..."),
  * which the failure policy may ignore.
@@ -11,8 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { checkServerIdentity } from 'node:tls';
 import type { KObject } from '../kind.js';
-import type { ResourceStore } from '../store.js';
-import { isStatusError } from '../errors.js';
+import { resolveServiceReference, type ServiceResolverDeps } from '../service-resolver.js';
 import { outgoingTraceparent } from '../../util/tracecontext.js';
 import { viaDialer, type Dialer } from '../../util/dial.js';
 
@@ -95,37 +94,14 @@ interface Target {
   authName: string;
 }
 
-/** proxy.ResolveCluster: a Service's cluster IP (ExternalName: its external name) and the asked port. */
-async function resolveService(services: ResourceStore | undefined, svc: NonNullable<ClientConfig['service']>): Promise<Target> {
+/** A Service reference through the server's service resolver (loopback, cluster IP or endpoints). */
+async function resolveService(resolver: ServiceResolverDeps, svc: NonNullable<ClientConfig['service']>): Promise<Target> {
   const namespace = svc.namespace ?? '';
   const name = svc.name ?? '';
   const port = svc.port ?? 443;
   const path = svc.path ?? '';
-  // As the service lister words a missing one (its resource is the singular "service").
-  if (!services) throw new Error(`service "${name}" not found`);
-  let service: KObject;
-  try {
-    service = await services.get({ namespace }, name);
-  } catch (err) {
-    if (isStatusError(err, 'NotFound')) throw new Error(`service "${name}" not found`, { cause: err });
-    if (isStatusError(err)) throw new Error(err.status.message ?? 'service lookup failed', { cause: err });
-    throw err;
-  }
-  const spec = (service['spec'] ?? {}) as Record<string, any>;
-  const type = (spec['type'] as string | undefined) ?? 'ClusterIP';
-  let host: string;
-  if (type === 'ClusterIP' && spec['clusterIP'] === 'None') {
-    throw new Error('cannot route to service with ClusterIP "None"');
-  } else if (type === 'ClusterIP' || type === 'LoadBalancer' || type === 'NodePort') {
-    const ports = Array.isArray(spec['ports']) ? (spec['ports'] as Record<string, any>[]) : [];
-    if (!ports.some((p) => p['port'] === port)) throw new Error(`no service port ${port} found for service "${name}"`);
-    host = String(spec['clusterIP'] ?? '');
-  } else if (type === 'ExternalName') {
-    host = String(spec['externalName'] ?? '');
-  } else {
-    throw new Error(`unsupported service type "${type}"`);
-  }
-  const hostPort = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
+  const address = await resolveServiceReference(resolver, namespace, name, port);
+  const hostPort = isIP(address.host) === 6 ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
   return { url: new URL(`https://${hostPort}${path}`), serverName: `${name}.${namespace}.svc`, authName: `${name}.${namespace}.svc:${port}` };
 }
 
@@ -217,7 +193,8 @@ export async function callWebhook(opts: {
   reviewVersions: readonly string[];
   timeoutSeconds: number;
   request: ReviewRequest;
-  services: () => ResourceStore | undefined;
+  /** How a clientConfig.service is resolved. */
+  resolver: ServiceResolverDeps;
   auth?: WebhookAuthResolver;
   /** The cluster egress (--egress-selector-config-file): opens the connection to the webhook. */
   dial?: Dialer;
@@ -235,7 +212,7 @@ export async function callWebhook(opts: {
       const url = new URL(cc.url);
       target = { url, serverName: url.hostname.replace(/^\[|\]$/g, ''), authName: url.host };
     } else if (cc.service) {
-      target = await resolveService(opts.services(), cc.service);
+      target = await resolveService(opts.resolver, cc.service);
     } else {
       throw new Error('no url or service');
     }

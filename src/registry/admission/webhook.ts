@@ -25,6 +25,7 @@ import { applyJsonPatch } from '../patch.js';
 import { ADMISSION_REGISTRATION_GROUP } from '../kinds/admissionregistration/index.js';
 import type { Dialer } from '../../util/dial.js';
 import type { AdmissionMetricsSink } from './metrics.js';
+import type { ServiceAddress, ServiceResolverDeps } from '../service-resolver.js';
 import { CallError, callWebhook, type ClientConfig, type GVK, type GVR, type ReviewRequest, type ReviewResponse, type WebhookAuthResolver } from './webhook-call.js';
 
 type Json = Record<string, any>;
@@ -66,6 +67,10 @@ export interface WebhookAdmissionDeps {
   configurations: () => ResourceStore | undefined;
   namespaces: () => ResourceStore | undefined;
   services: () => ResourceStore | undefined;
+  /** With --enable-aggregator-routing: services resolve to an address of their Endpoints. */
+  endpoints?: () => ResourceStore | undefined;
+  /** The server's loopback address: `kubernetes` in `default`, port 443, is the server itself. */
+  loopback?: () => ServiceAddress | undefined;
   /** Every declared kind, for matchPolicy Equivalent. */
   kinds: () => readonly KindDecl[];
   featureGates: Readonly<Record<string, boolean>>;
@@ -216,10 +221,18 @@ class WebhookDispatcher {
   private nsCache: ObjectCache | undefined;
   private hooks: Hook[] | undefined;
 
+  private readonly resolver: ServiceResolverDeps;
+
   constructor(
     private readonly deps: WebhookAdmissionDeps,
     private readonly mutating: boolean,
-  ) {}
+  ) {
+    this.resolver = {
+      services: deps.services,
+      ...(deps.endpoints ? { endpoints: deps.endpoints } : {}),
+      ...(deps.loopback ? { loopback: deps.loopback } : {}),
+    };
+  }
 
   /** The webhooks in effect, from a cache of the configurations kept by a watch. */
   private async currentHooks(): Promise<Hook[]> {
@@ -338,7 +351,7 @@ class WebhookDispatcher {
       reviewVersions: hook.reviewVersions,
       timeoutSeconds: hook.timeoutSeconds,
       request: this.request(a, inv),
-      services: this.deps.services,
+      resolver: this.resolver,
       mutating: this.mutating,
       ...(this.deps.auth ? { auth: this.deps.auth } : {}),
       ...(this.deps.dial ? { dial: this.deps.dial } : {}),

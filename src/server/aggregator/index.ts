@@ -32,6 +32,7 @@ import { getUser, type ApiRequest, type ApiResponse } from '../../endpoints/http
 import type { KObject, KindDecl } from '../../registry/kind.js';
 import { APIREGISTRATION_GROUP, availableCondition } from '../../registry/kinds/apiregistration/index.js';
 import type { Registry } from '../../registry/registry.js';
+import { isLoopbackService, type ServiceAddress } from '../../registry/service-resolver.js';
 import { currentSpanContext, formatTraceparent } from '../../util/tracecontext.js';
 import { viaDialer, type Dialer } from '../../util/dial.js';
 import { childSpan, SpanKind, type Span, type Tracer } from '../../util/tracing.js';
@@ -44,6 +45,8 @@ export interface AggregatorConfig {
   proxyClient?: { cert: string; key: string } | undefined;
   /** --enable-aggregator-routing: endpoint IPs instead of the Service's cluster IP. */
   enableAggregatorRouting: boolean;
+  /** The server's loopback address: an APIService naming `kubernetes` in `default` on 443 is proxied to it. */
+  loopback?: () => ServiceAddress | undefined;
   /** The cluster egress (--egress-selector-config-file): connections to extension API servers. */
   dial?: Dialer;
   /** --tracing-config-file: each proxied call is a client span, and its traceparent goes to the extension server. */
@@ -257,6 +260,9 @@ export class Aggregator implements ApiAggregator {
     }
     const svcPort = ((svcSpec['ports'] ?? []) as Json[]).find((p) => p['port'] === port);
     if (!svcPort) throw new ResolveError('ServicePortError', `service/${name} in "${ns}" is not listening on port ${port}`);
+    // The loopback resolver comes first in kube-apiserver's resolver chain.
+    const self = isLoopbackService(ns, name, port) ? this.config.loopback?.() : undefined;
+    if (self) return target(self.host, self.port);
     if (!this.config.enableAggregatorRouting) {
       const ip = String(svcSpec['clusterIP'] ?? '');
       if (ip === '' || ip === 'None') throw new ResolveError('ServiceNotFound', `service/${name} in "${ns}" has no cluster IP`);
