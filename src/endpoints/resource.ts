@@ -47,16 +47,11 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
   let out: Output = { mediaType: 'application/json', pretty };
   try {
     const accept = header(req, 'accept');
-    const target = deps.registry.store(info.apiGroup, info.apiVersion, info.resource)?.decl;
-    // Kinds without protobuf descriptors are served as JSON or YAML only, as Kubernetes serves CRDs.
-    const protobuf = !target || canEncodeProtobuf(apiVersionOf(target), target.kind);
-    let neg = negotiateOutput(accept, protobuf ? WITH_PROTOBUF : undefined);
-    // Conversions (Table, PartialObjectMetadata) are served as JSON or YAML only.
-    if (neg.target !== 'object' && neg.target !== 'notAcceptable' && isProtobuf(neg.mediaType)) neg = negotiateOutput(accept);
+    const store = deps.registry.store(info.apiGroup, info.apiVersion, info.resource);
+    const neg = negotiated(accept, !store || servesProtobuf(store.decl));
     if (neg.target === 'notAcceptable') throw notAcceptable(accept);
     out = { mediaType: neg.mediaType as MediaType, pretty };
     const includeObject = query.get('includeObject') ?? '';
-    const store = deps.registry.store(info.apiGroup, info.apiVersion, info.resource);
     if (!store) throw notFoundPath();
     const decl = store.decl;
     const link = deps.selfLink ? (v: KObject): KObject => withSelfLink(v, decl, info.path) : unchanged;
@@ -296,6 +291,30 @@ function methodNotAllowed(_store: ResourceStore, _method: string): StatusError {
 
 const SERVED_MEDIA_TYPES = 'application/json, application/yaml, application/vnd.kubernetes.protobuf';
 const WITH_PROTOBUF = ['application/json', 'application/yaml', PROTOBUF, ORCH_PROTOBUF];
+
+/** Whether a kind has protobuf descriptors; kinds without are served as JSON or YAML only, as Kubernetes serves CRDs. */
+const protobufKinds = new WeakMap<KindDecl, boolean>();
+function servesProtobuf(decl: KindDecl): boolean {
+  let can = protobufKinds.get(decl);
+  if (can === undefined) protobufKinds.set(decl, (can = canEncodeProtobuf(apiVersionOf(decl), decl.kind)));
+  return can;
+}
+
+/** Recent negotiations by Accept header (clients send the same few): the answer of negotiate() for it. */
+const negotiations = new Map<string, OutputNegotiation>();
+const MAX_NEGOTIATIONS = 256;
+
+/** The answer's form for an Accept header; conversions (Table, PartialObjectMetadata) as JSON or YAML only. */
+function negotiated(accept: string | undefined, protobuf: boolean): OutputNegotiation {
+  const key = `${protobuf ? 'p' : 'j'}${accept ?? ''}`;
+  let neg = negotiations.get(key);
+  if (neg) return neg;
+  neg = negotiateOutput(accept, protobuf ? WITH_PROTOBUF : undefined);
+  if (neg.target !== 'object' && neg.target !== 'notAcceptable' && isProtobuf(neg.mediaType)) neg = negotiateOutput(accept);
+  if (negotiations.size >= MAX_NEGOTIATIONS) negotiations.clear();
+  negotiations.set(key, Object.freeze(neg));
+  return neg;
+}
 
 /**
  * A 406: the router's own when no clause names a media type we serve at all; the negotiator's, listing what

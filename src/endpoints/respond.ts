@@ -94,12 +94,14 @@ export function writeBody(res: ApiResponse, code: number, value: unknown, out: P
 
 /** Answers with a body already encoded for `mediaType`. */
 export function writeEncoded(res: ApiResponse, code: number, body: string | Buffer, mediaType: MediaType, method = 'GET'): void {
+  // Text is encoded once: its length and its bytes from one buffer.
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   res.statusCode = code;
   res.setHeader('Content-Type', mediaType);
   res.setHeader('X-Content-Type-Options', 'nosniff');
-  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.setHeader('Content-Length', bytes.length);
   if (method === 'HEAD') res.end();
-  else res.end(body);
+  else res.end(bytes);
 }
 
 /** Answers an error: a StatusError as its Status; anything else as a 500 that shows no internals. */
