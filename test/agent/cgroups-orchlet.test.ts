@@ -100,6 +100,11 @@ void describe('orchlet cgroup options (bin/orchlet, built-in runtime)', () => {
     assert.match(refused(['--qos-reserved=cpu=50%']), /--qos-reserved.*cannot reserve "cpu" resource/);
     assert.match(refused(['--qos-reserved=memory=50']), /percentage expected, got '50'/);
     assert.match(refused(['--qos-reserved=memory=150%']), /percentage must be between 0 and 100/);
+    // kubelet's validateNodeAllocatable: reservations beyond capacity stop the agent
+    assert.match(
+      refused(['--system-reserved=cpu=1000', '--make-iptables-util-chains=false']),
+      /Failed to start ContainerManager: invalid Node Allocatable configuration\. Resource "cpu" has an allocatable of 1000000m, capacity of -\d+m/,
+    );
   });
 
   void it('refuses to start when a reserved cgroup to enforce does not exist, or --system-cgroups is the root', { skip: !linuxRoot && 'needs root and cgroup v1' }, () => {

@@ -7,6 +7,7 @@ import { milliCPUToShares, parseCgroupMounts, sharesToWeight } from '../../src/a
 import { checkCgroupOptions } from '../../src/agent/cgroups/manager.js';
 import {
   cgroupConfigOf,
+  checkNodeAllocatable,
   nodeAllocatableAbsolute,
   parseQOSReserved,
   podRequestsAndLimits,
@@ -45,6 +46,11 @@ void describe('cgroup arithmetic of kubelet 1.23', () => {
     assert.deepEqual(nodeAllocatableAbsolute(cap, [{ cpu: '3' }, {}]), { cpu: 0, memory: 4096 * Mi, pid: 32768 });
     assert.deepEqual(cgroupConfigOf({ cpu: '500m', memory: '256Mi', pid: '1000' }), { cpuShares: 512, memory: 256 * Mi, pidsLimit: 1000 });
     assert.deepEqual(cgroupConfigOf({ 'ephemeral-storage': '1Gi' }), {});
+    assert.equal(checkNodeAllocatable(cap, [{ cpu: '1' }, { cpu: '1', memory: '4000Mi' }], 96 * Mi), undefined);
+    assert.equal(
+      checkNodeAllocatable(cap, [{ cpu: '1500m' }, { cpu: '1', memory: '4000Mi' }], 100 * Mi),
+      'invalid Node Allocatable configuration. Resource "cpu" has an allocatable of 2500m, capacity of -500m Resource "memory" has an allocatable of 4299161600, capacity of -4194304',
+    );
   });
 
   void it('pod requests and limits: containers summed, init containers as a floor, overhead added; requests default to limits', () => {

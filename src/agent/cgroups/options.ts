@@ -7,7 +7,8 @@ import type { AgentOptions } from '../options.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { NodeCgroups } from './manager.js';
 import { socketOwners } from './procs.js';
-import { parseQOSReserved } from './resources.js';
+import { tryParseQuantity } from '../../util/quantity.js';
+import { checkNodeAllocatable, parseQOSReserved } from './resources.js';
 
 /** kernel.pid_max: the node's PID capacity (kubelet's pidlimit.Stats). */
 function pidMax(): number | undefined {
@@ -17,6 +18,40 @@ function pidMax(): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** How many CPUs a cpuset list ('0-1,4') names; undefined when it does not parse. */
+function cpuCount(list: string): number | undefined {
+  let n = 0;
+  for (const part of list.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (!m) return undefined;
+    n += m[2] !== undefined ? Number(m[2]) - Number(m[1]) + 1 : 1;
+  }
+  return n;
+}
+
+/**
+ * The reservations as kubelet's run() leaves them: with --reserved-cpus, the system reservation's
+ * cpu is that many CPUs and the orch reservation's cpu is 0.
+ */
+function reservations(o: AgentOptions): { system: Record<string, string>; kube: Record<string, string> } {
+  const system = { ...(o.systemReserved ?? {}) };
+  const kube = { ...(o.orchReserved ?? {}) };
+  const count = (o.reservedCpus ?? '') !== '' ? cpuCount(o.reservedCpus!) : undefined;
+  if (count !== undefined) {
+    system.cpu = String(count);
+    kube.cpu = '0';
+  }
+  return { system, kube };
+}
+
+/** The bytes a hard memory.available threshold ('100Mi' or '5%') keeps back. */
+function evictionMemory(value: string | undefined, capacity: number): number {
+  if (value === undefined) return 0;
+  if (value.endsWith('%')) return Math.round((Number(value.slice(0, -1)) / 100) * capacity) || 0;
+  const q = tryParseQuantity(value);
+  return q ? Number(q.value()) : 0;
 }
 
 type Log = (level: 'info' | 'error', message: string) => void;
@@ -43,14 +78,18 @@ export function nodeCgroupsFromOptions(o: AgentOptions, runtime: Runtime, log: L
   }
   const endpoint = socketPath(o.containerRuntimeEndpoint ?? '');
   const pid = pidMax();
+  const capacity = { cpu: (cpus().length || 1) * 1000, memory: totalmem(), ...(pid !== undefined ? { pid } : {}) };
+  const reserved = reservations(o);
+  const invalid = checkNodeAllocatable(capacity, [reserved.system, reserved.kube], evictionMemory(o.evictionHard?.['memory.available'], capacity.memory));
+  if (invalid !== undefined) throw new Error(`Failed to start ContainerManager: ${invalid} (--system-reserved, --orch-reserved, --eviction-hard)`);
   out.cgroups = new NodeCgroups({
     cgroupRoot: o.cgroupRoot,
     cgroupsPerQOS: o.cgroupsPerQos,
     podCgroups: runtime.runsImages === true,
     enforce: o.enforceNodeAllocatable,
-    capacity: { cpu: (cpus().length || 1) * 1000, memory: totalmem(), ...(pid !== undefined ? { pid } : {}) },
-    systemReserved: o.systemReserved ?? {},
-    kubeReserved: o.orchReserved ?? {},
+    capacity,
+    systemReserved: reserved.system,
+    kubeReserved: reserved.kube,
     systemReservedCgroup: o.systemReservedCgroup,
     kubeReservedCgroup: o.orchReservedCgroup,
     ...(qos.memory !== undefined && gated ? { qosReservedMemory: qos.memory } : {}),

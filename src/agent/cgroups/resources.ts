@@ -34,6 +34,26 @@ export function nodeAllocatableAbsolute(capacity: NodeResources, reserved: Recor
   return out;
 }
 
+/**
+ * validateNodeAllocatable: the reservations (both reserved maps, plus the hard memory.available
+ * threshold for memory) must not exceed capacity; kubelet refuses to start otherwise.
+ */
+export function checkNodeAllocatable(capacity: NodeResources, reserved: Record<string, string>[], evictionMemory: number): string | undefined {
+  const errors: string[] = [];
+  const check = (name: 'cpu' | 'memory' | 'pid', cap: number | undefined, extra = 0): void => {
+    if (cap === undefined) return;
+    const r = reserved.reduce((sum, m) => sum + amount(m, name), 0) + extra;
+    if (r > 0 && cap - r < 0) {
+      const show = (n: number): string => (name === 'cpu' ? `${n}m` : String(n));
+      errors.push(`Resource "${name}" has an allocatable of ${show(r)}, capacity of ${show(cap - r)}`);
+    }
+  };
+  check('cpu', capacity.cpu);
+  check('memory', capacity.memory, evictionMemory);
+  check('pid', capacity.pid);
+  return errors.length > 0 ? `invalid Node Allocatable configuration. ${errors.join(' ')}` : undefined;
+}
+
 /** getCgroupConfig of a resource list: cpu shares, memory bytes and pids of what the list names. */
 export function cgroupConfigOf(list: Record<string, string>, cpuMilli?: number): ResourceConfig {
   const out: ResourceConfig = {};
