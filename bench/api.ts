@@ -11,6 +11,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { launcherNodeArgs } from '../test/helpers/binserver.js';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
 import { tmpdir } from 'node:os';
@@ -40,12 +41,7 @@ export interface BenchServer {
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** The node options a launcher's first line (`#!/usr/bin/env -S node --flag ...`) gives node. */
-export function launcherNodeArgs(launcher: string): string[] {
-  const first = readFileSync(launcher, 'utf8').split('\n', 1)[0] ?? '';
-  const m = /^#!\S*env\s+-S\s+node\s+(.*)$/.exec(first);
-  return m ? m[1]!.split(/\s+/).filter(Boolean) : [];
-}
+export { launcherNodeArgs };
 
 /** Spawns `bin/orch-apiserver` on `dir` and resolves once it serves. */
 async function spawnServer(dir: string, extraArgs: readonly string[] = []): Promise<{ child: ChildProcess; url: string }> {

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../test/helpers/ports.js';
-import { launcherNodeArgs } from './api.js';
+import { launcherNodeArgs } from '../test/helpers/binserver.js';
 
 const BIN = fileURLToPath(new URL('../../bin/orch-apiserver', import.meta.url));
 const TOKEN = 'bench-startup-token';

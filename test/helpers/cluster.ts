@@ -65,6 +65,43 @@ export interface StartClusterOptions {
   csrSigning?: { durationSeconds?: number; backdateSeconds?: number };
 }
 
+/** Writes `${dir}/kubeconfig`: the cluster at `url` with its CA, as a user with `token`. */
+export async function writeKubeconfig(dir: string, url: string, caCert: string, token: string): Promise<string> {
+  const kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(
+    kubeconfig,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'e2e', cluster: { server: url, 'certificate-authority-data': Buffer.from(caCert).toString('base64') } }],
+      users: [{ name: 'admin', user: { token } }],
+      contexts: [{ name: 'e2e', context: { cluster: 'e2e', user: 'admin' } }],
+      'current-context': 'e2e',
+    }),
+  );
+  return kubeconfig;
+}
+
+/** TestCluster.kubectl for a kubeconfig (HOME and the discovery cache in `dir`). */
+export function kubectlWith(kubeconfig: string, dir: string): TestCluster['kubectl'] {
+  return (args, opts = {}) => {
+    const bin = kubectlPath(opts.version);
+    if (!bin) throw new Error(`kubectl ${opts.version ?? ''} is not installed`);
+    return new Promise((resolve) => {
+      const child = execFile(
+        bin,
+        ['--kubeconfig', kubeconfig, ...args],
+        { env: { ...process.env, HOME: dir, KUBECACHEDIR: join(dir, 'cache'), ...(opts.env ?? {}) }, timeout: opts.timeoutMs ?? 60_000 },
+        (err, stdout, stderr) => {
+          const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+          resolve({ code, stdout, stderr });
+        },
+      );
+      if (opts.input !== undefined) child.stdin?.end(opts.input);
+    });
+  };
+}
+
 export async function startCluster(extraArgs: string[] = [], opts: StartClusterOptions = {}): Promise<TestCluster> {
   const dir = await mkdtemp(join(tmpdir(), 'orch-e2e-'));
   const etcd = opts.etcd ? await startEtcd() : undefined;
@@ -80,40 +117,14 @@ export async function startCluster(extraArgs: string[] = [], opts: StartClusterO
   const cp = await createControlPlane(options, { securePort: 0, logger: () => {}, ...(opts.csrSigning ? { csrSigning: opts.csrSigning } : {}) });
   await cp.start();
   const url = `https://127.0.0.1:${cp.server.port}`;
-  const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(
-    kubeconfig,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'e2e', cluster: { server: url, 'certificate-authority-data': Buffer.from(cp.server.caCert).toString('base64') } }],
-      users: [{ name: 'admin', user: { token } }],
-      contexts: [{ name: 'e2e', context: { cluster: 'e2e', user: 'admin' } }],
-      'current-context': 'e2e',
-    }),
-  );
+  const kubeconfig = await writeKubeconfig(dir, url, cp.server.caCert, token);
   return {
     cp,
     url,
     token,
     dir,
     kubeconfig,
-    kubectl(args, opts = {}) {
-      const bin = kubectlPath(opts.version);
-      if (!bin) throw new Error(`kubectl ${opts.version ?? ''} is not installed`);
-      return new Promise((resolve) => {
-        const child = execFile(
-          bin,
-          ['--kubeconfig', kubeconfig, ...args],
-          { env: { ...process.env, HOME: dir, KUBECACHEDIR: join(dir, 'cache'), ...(opts.env ?? {}) }, timeout: opts.timeoutMs ?? 60_000 },
-          (err, stdout, stderr) => {
-            const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-            resolve({ code, stdout, stderr });
-          },
-        );
-        if (opts.input !== undefined) child.stdin?.end(opts.input);
-      });
-    },
+    kubectl: kubectlWith(kubeconfig, dir),
     request(method, path, opts = {}) {
       const headers: Record<string, string> = { authorization: `Bearer ${token}`, ...(opts.headers ?? {}) };
       let body: Buffer | undefined;

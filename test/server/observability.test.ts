@@ -2,7 +2,8 @@
  * /metrics and its options (--disabled-metrics, --allow-metric-labels, --show-hidden-metrics-for-version),
  * the storage metric polls, APIServerIdentity's lease, APIResponseCompression, --runtime-config and
  * --delete-collection-workers, checked from outside: kubectl (`get --raw /metrics`, `api-versions`) and an
- * HTTPS client, against in-process control planes.
+ * HTTPS client. The options' server is the real bin/orch-apiserver; the others (options off, and the parts
+ * that look inside a server value) are in-process control planes.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireBinary } from '../helpers/binaries.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
 import { parseServerOptions } from '../../src/server/options.js';
 import { createControlPlane } from '../../src/server/controlplane.js';
 import { eventually } from '../helpers/eventually.js';
@@ -28,13 +30,15 @@ interface Reply {
   body: Buffer;
 }
 
-function call(c: TestCluster, method: string, path: string, opts: { headers?: Record<string, string>; body?: string; signal?: AbortSignal } = {}): Promise<Reply> {
+type Cluster = TestCluster | BinCluster;
+
+function call(c: Cluster | (TestCluster & { token: string }), method: string, path: string, opts: { headers?: Record<string, string>; body?: string; signal?: AbortSignal } = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
       `${c.url}${path}`,
       {
         method,
-        ca: c.cp.server.caCert,
+        ca: 'caCert' in c ? c.caCert : c.cp.server.caCert,
         agent: false,
         headers: { authorization: `Bearer ${c.token}`, ...(opts.body ? { 'content-type': 'application/json' } : {}), ...opts.headers },
         ...(opts.signal ? { signal: opts.signal } : {}),
@@ -67,17 +71,21 @@ function help(text: string, name: string): string | undefined {
 
 
 describe('observability and versioning options', () => {
-  let c: TestCluster;
+  /** The binary with the options. */
+  let c: BinCluster;
+  /** In-process, the options off. */
   let plain: TestCluster;
-  const ok = async (cluster: TestCluster, args: string[], input?: string) => {
+  /** In-process, every default. */
+  let inproc: TestCluster;
+  const ok = async (cluster: Cluster, args: string[], input?: string) => {
     const r = await cluster.kubectl(args, input !== undefined ? { input } : {});
     assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
     return r.stdout;
   };
-  const metrics = (cluster: TestCluster) => ok(cluster, ['get', '--raw', '/metrics']);
+  const metrics = (cluster: Cluster) => ok(cluster, ['get', '--raw', '/metrics']);
 
   before(async () => {
-    c = await startCluster([
+    c = await startBinCluster([
       '--disabled-metrics=apiserver_longrunning_gauge',
       '--allow-metric-labels=apiserver_request_total,verb=GET,LIST',
       '--show-hidden-metrics-for-version=1.22',
@@ -89,10 +97,12 @@ describe('observability and versioning options', () => {
       '--delete-collection-workers=4',
     ]);
     plain = await startCluster(['--runtime-config=coordination.k8s.io/v1=false', '--feature-gates=APIResponseCompression=false,RemoveSelfLink=false,EfficientWatchResumption=false']);
+    inproc = await startCluster();
   });
   after(async () => {
     await c?.stop();
     await plain?.stop();
+    await inproc?.stop();
   });
 
   it('serves the apiserver request metrics in Prometheus text format', { skip }, async () => {
@@ -196,9 +206,9 @@ describe('observability and versioning options', () => {
   });
 
   it('each server value has its own registry, open to other parts of the server', async () => {
-    const counter = c.cp.server.metrics.counter({ name: 'orch_test_events_total', help: 'Test events.', labelNames: ['kind'] });
+    const counter = inproc.cp.server.metrics.counter({ name: 'orch_test_events_total', help: 'Test events.', labelNames: ['kind'] });
     counter.inc({ kind: 'a' }, 2);
-    const text = await c.cp.server.metrics.render();
+    const text = await inproc.cp.server.metrics.render();
     assert.match(text, /^# HELP orch_test_events_total \[ALPHA\] Test events\.$/m);
     assert.equal(samples(text, 'orch_test_events_total').get('{kind="a"}'), 2);
     assert.doesNotMatch(await plain.cp.server.metrics.render(), /orch_test_events_total/);
@@ -262,7 +272,7 @@ describe('observability and versioning options', () => {
   });
 
   it('RemoveSelfLink: no selfLink by default (1.23); with the gate off, objects, lists and items carry theirs', { skip }, async () => {
-    const get = async (cluster: TestCluster, path: string) => JSON.parse((await call(cluster, 'GET', path)).body.toString());
+    const get = async (cluster: Cluster, path: string) => JSON.parse((await call(cluster, 'GET', path)).body.toString());
     assert.equal((await get(c, '/api/v1/namespaces/default')).metadata.selfLink, undefined);
     assert.equal((await get(c, '/api/v1/namespaces')).metadata.selfLink, undefined);
     assert.equal((await get(plain, '/api/v1/namespaces/default')).metadata.selfLink, '/api/v1/namespaces/default');
@@ -298,7 +308,7 @@ describe('observability and versioning options', () => {
       watch.close();
       return { type: ev.type, rv: Number(ev.object.metadata.resourceVersion), start, written: Number(written.metadata!.resourceVersion) };
     };
-    const on = await bookmarkAfterOtherWrites(c, 'default');
+    const on = await bookmarkAfterOtherWrites(inproc, 'default');
     assert.equal(on.type, 'BOOKMARK');
     assert.ok(on.rv >= on.written && on.written > on.start, JSON.stringify(on));
     const off = await bookmarkAfterOtherWrites(plain, 'default');
