@@ -47,6 +47,13 @@ plugins:
   configuration:
     podNodeSelectorPluginConfig:
       listed: "env=prod"
+- name: PodTolerationRestriction
+  configuration:
+    apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1
+    kind: Configuration
+    whitelist:
+    - {operator: Exists, effect: NoSchedule}
+    - {operator: Exists, effect: NoExecute}
 `;
 
 const pod = (name: string, ns: string, spec = '', container = '', meta = '') => `apiVersion: v1
@@ -154,22 +161,50 @@ describe('kubectl: optional admission plugins', { skip }, () => {
     assert.match(stderr, /pods "outlist" is forbidden: pod node label selector labels conflict with its namespace whitelist/);
   });
 
-  it('PodTolerationRestriction adds namespace default tolerations and enforces the whitelist', async () => {
+  it('PodTolerationRestriction merges namespace default tolerations as MergeTolerations and enforces the namespace or cluster whitelist', async () => {
     await ok(['create', 'namespace', 'tol']);
     await ok([
       'annotate',
       'namespace',
       'tol',
-      'scheduler.alpha.kubernetes.io/defaultTolerations=[{"key":"dedicated","operator":"Equal","value":"team","effect":"NoSchedule"}]',
-      'scheduler.alpha.kubernetes.io/tolerationsWhitelist=[{"key":"dedicated","operator":"Exists"},{"key":"node.kubernetes.io/not-ready","operator":"Exists"},{"key":"node.kubernetes.io/unreachable","operator":"Exists"},{"key":"node.kubernetes.io/memory-pressure","operator":"Exists"}]',
+      'scheduler.alpha.kubernetes.io/defaultTolerations=[{"key":"dedicated","operator":"Exists","effect":"NoSchedule"},{"key":"zone","operator":"Equal","value":"a"}]',
+      'scheduler.alpha.kubernetes.io/tolerationsWhitelist=[{"key":"dedicated","operator":"Exists"},{"key":"zone","operator":"Exists"},{"key":"node.kubernetes.io/not-ready","operator":"Exists"},{"key":"node.kubernetes.io/unreachable","operator":"Exists"},{"key":"node.kubernetes.io/memory-pressure","operator":"Exists"}]',
     ]);
-    await ok(['apply', '-f', '-'], pod('tolerant', 'tol', '', '    resources: {requests: {memory: 10Mi}}\n'));
+    // The pod's dedicated=team:NoSchedule is covered by the namespace's dedicated:NoSchedule (Exists) and dropped;
+    // its zone=a with effect NoExecute is covered by the namespace's zone=a (any effect) and dropped too.
+    await ok(
+      ['apply', '-f', '-'],
+      pod(
+        'tolerant',
+        'tol',
+        '  tolerations:\n  - {key: dedicated, operator: Equal, value: team, effect: NoSchedule}\n  - {key: zone, operator: Equal, value: a, effect: NoExecute}\n',
+        '    resources: {requests: {memory: 10Mi}}\n',
+      ),
+    );
     const p = await json(['get', 'pod', 'tolerant', '-n', 'tol']);
-    const keys = p.spec.tolerations.map((t: any) => t.key);
-    assert.ok(keys.includes('dedicated'), JSON.stringify(p.spec.tolerations));
-    assert.ok(keys.includes('node.kubernetes.io/memory-pressure'), 'a Burstable pod tolerates memory pressure');
-    const stderr = await refused(['apply', '-f', '-'], pod('intolerant', 'tol', '  tolerations: [{key: other, operator: Exists}]\n'));
-    assert.match(stderr, /pods "intolerant" is forbidden: pod tolerations \(possibly merged with namespace default tolerations\) conflict with its namespace whitelist/);
+    const shown = p.spec.tolerations.map((t: any) => [t.key, t.operator, t.value ?? '', t.effect ?? '', t.tolerationSeconds ?? ''].join(':'));
+    // The pod's own first (DefaultTolerationSeconds ran before), then the namespace's and memory-pressure.
+    assert.deepEqual(shown, [
+      'node.kubernetes.io/not-ready:Exists::NoExecute:300',
+      'node.kubernetes.io/unreachable:Exists::NoExecute:300',
+      'dedicated:Exists::NoSchedule:',
+      'zone:Equal:a::',
+      'node.kubernetes.io/memory-pressure:Exists::NoSchedule:',
+    ]);
+    // Refusals are Go errors in Kubernetes: a 500 Status with the message alone.
+    let stderr = await refused(['apply', '-f', '-'], pod('intolerant', 'tol', '  tolerations: [{key: other, operator: Exists}]\n'));
+    assert.equal(
+      stderr.trim(),
+      'Error from server: error when creating "STDIN": pod tolerations (possibly merged with namespace default tolerations) conflict with its namespace whitelist',
+    );
+    // A namespace without a whitelist annotation: the configuration's cluster whitelist (NoSchedule and NoExecute only).
+    await ok(['create', 'namespace', 'tol-cluster']);
+    await ok(['apply', '-f', '-'], pod('cluster-ok', 'tol-cluster', '  tolerations: [{key: any, operator: Exists, effect: NoSchedule}]\n'));
+    stderr = await refused(['apply', '-f', '-'], pod('cluster-no', 'tol-cluster', '  tolerations: [{key: any, operator: Exists, effect: PreferNoSchedule}]\n'));
+    assert.equal(
+      stderr.trim(),
+      'Error from server: error when creating "STDIN": pod tolerations (possibly merged with namespace default tolerations) conflict with its cluster whitelist',
+    );
   });
 
   it('RuntimeClass: the kind, and pods naming a class get its overhead, node selector and tolerations', async () => {

@@ -1,28 +1,35 @@
 /**
- * PodTolerationRestriction admission, as Kubernetes 1.23's (plugin/pkg/admission/podtolerationrestriction):
- *   - mutate (pod create and update): a created pod gets its namespace's default tolerations (the
- *     scheduler.alpha.kubernetes.io/defaultTolerations annotation, a JSON list; else the configuration's
- *     `default`) merged into its own; a pod that is not BestEffort also tolerates
- *     node.kubernetes.io/memory-pressure:NoSchedule.
- *   - validate: a pod's tolerations must each be covered by the namespace's whitelist (the
- *     scheduler.alpha.kubernetes.io/tolerationsWhitelist annotation; else the configuration's `whitelist`),
- *     when that list is not empty (403 otherwise).
+ * PodTolerationRestriction admission, as Kubernetes 1.23's (plugin/pkg/admission/podtolerationrestriction
+ * with pkg/util/tolerations), for pods themselves (not subresources), on create and update:
+ *   - mutate: the extra tolerations are, on create, the namespace's defaults (the
+ *     scheduler.alpha.kubernetes.io/defaultTolerations annotation, a JSON list; an empty value means none;
+ *     no annotation: the configuration's `default`), and for a pod that is not BestEffort
+ *     node.kubernetes.io/memory-pressure:NoSchedule (Exists); they are merged after the pod's own with
+ *     MergeTolerations (a toleration another one tolerates a superset of is dropped; of equal ones the
+ *     first stays); then the whitelist is checked as below;
+ *   - validate: each of the pod's tolerations must be tolerated by one of the whitelist's (the
+ *     scheduler.alpha.kubernetes.io/tolerationsWhitelist annotation, same rules; no annotation: the
+ *     configuration's `whitelist`, the cluster whitelist) when that list is not empty.
+ * Its refusals are plain errors in Kubernetes, so the client gets a 500 Status with the message alone
+ * (no reason): 'pod tolerations (possibly merged with namespace default tolerations) conflict with its
+ * namespace whitelist' ('cluster whitelist' for the configuration's).
  * Configuration: apiVersion podtolerationrestriction.admission.k8s.io/v1alpha1, kind Configuration,
  * `default` and `whitelist` lists of tolerations.
  */
-import { apiErrors, isStatusError } from '../errors.js';
+import { StatusError, isStatusError } from '../errors.js';
 import type { KObject } from '../kind.js';
 import type { Admission, AdmissionAttributes, ResourceStore } from '../store.js';
 import { isPodWrite, listOf, objOf, podSpec, type Json } from './pod-helpers.js';
 
 export const DEFAULT_TOLERATIONS_ANNOTATION = 'scheduler.alpha.kubernetes.io/defaultTolerations';
 export const TOLERATIONS_WHITELIST_ANNOTATION = 'scheduler.alpha.kubernetes.io/tolerationsWhitelist';
-const PODS = { group: '', resource: 'pods' };
 const MEMORY_PRESSURE = { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' };
 
 export interface PodTolerationRestrictionConfig {
-  default: Json[];
-  whitelist: Json[];
+  /** The cluster default tolerations; undefined: none configured. */
+  default?: Json[];
+  /** The cluster whitelist; undefined: none configured. */
+  whitelist?: Json[];
 }
 
 export function parsePodTolerationRestrictionConfig(object: unknown, source: string): PodTolerationRestrictionConfig {
@@ -31,31 +38,74 @@ export function parsePodTolerationRestrictionConfig(object: unknown, source: str
   if (o['kind'] !== 'Configuration' || apiVersion !== 'podtolerationrestriction.admission.k8s.io/v1alpha1') {
     throw new Error(`${source}: expected kind Configuration of podtolerationrestriction.admission.k8s.io/v1alpha1`);
   }
-  return { default: listOf(o['default']), whitelist: listOf(o['whitelist']) };
+  return {
+    ...(Array.isArray(o['default']) ? { default: listOf(o['default']) } : {}),
+    ...(Array.isArray(o['whitelist']) ? { whitelist: listOf(o['whitelist']) } : {}),
+  };
 }
 
-const op = (t: Json): string => (typeof t['operator'] === 'string' && t['operator'] !== '' ? t['operator'] : 'Equal');
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+const seconds = (t: Json): number | undefined => (typeof t['tolerationSeconds'] === 'number' ? t['tolerationSeconds'] : undefined);
 
-/** Whether toleration `outer` tolerates at least what `t` does (Kubernetes' isSuperset). */
-function covers(outer: Json, t: Json): boolean {
-  if (str(outer['key']) !== str(t['key'])) return false;
-  if (str(outer['effect']) !== '' && str(outer['effect']) !== str(t['effect'])) return false;
-  if (op(outer) === 'Equal' && (op(t) !== 'Equal' || str(outer['value']) !== str(t['value']))) return false;
-  const os = outer['tolerationSeconds'];
-  const ts = t['tolerationSeconds'];
-  if (typeof os === 'number') return typeof ts === 'number' && ts <= os;
-  return true;
+/** apiequality.Semantic.DeepEqual of two tolerations. */
+function sameToleration(a: Json, b: Json): boolean {
+  return (
+    str(a['key']) === str(b['key']) &&
+    str(a['operator']) === str(b['operator']) &&
+    str(a['value']) === str(b['value']) &&
+    str(a['effect']) === str(b['effect']) &&
+    seconds(a) === seconds(b)
+  );
 }
 
-/** Kubernetes' MergeTolerations, simplified: the pod's, then each extra one no existing toleration covers. */
-function merge(own: Json[], extra: Json[]): Json[] {
-  const out = [...own];
-  for (const t of extra) if (!out.some((o) => covers(o, t))) out.push(t);
-  return out;
+/** isSuperset: whether `ss` tolerates everything `t` does. */
+export function isSuperset(ss: Json, t: Json): boolean {
+  if (sameToleration(ss, t)) return true;
+  // An empty key with Exists matches every key.
+  if (str(t['key']) !== str(ss['key']) && (str(ss['key']) !== '' || str(ss['operator']) !== 'Exists')) return false;
+  // An empty effect matches every effect.
+  if (str(t['effect']) !== str(ss['effect']) && str(ss['effect']) !== '') return false;
+  if (str(ss['effect']) === 'NoExecute') {
+    const limit = seconds(ss);
+    if (limit !== undefined) {
+      const own = seconds(t);
+      if (own === undefined || own > limit) return false;
+    }
+  }
+  switch (str(ss['operator'])) {
+    case 'Equal':
+    case '':
+      return str(t['operator']) === 'Equal' && str(t['value']) === str(ss['value']);
+    case 'Exists':
+      return true;
+    default:
+      return false;
+  }
 }
 
-/** BestEffort: no container sets a cpu or memory request or limit. */
+/** MergeTolerations: both lists in order, without those another toleration of either list covers. */
+export function mergeTolerations(first: readonly Json[], second: readonly Json[]): Json[] {
+  const all = [...first, ...second];
+  const merged: Json[] = [];
+  next: for (let i = 0; i < all.length; i++) {
+    const t = all[i]!;
+    for (const kept of merged) if (isSuperset(kept, t)) continue next;
+    for (let j = i + 1; j < all.length; j++) {
+      // Of equal tolerations the first stays.
+      if (!sameToleration(t, all[j]!) && isSuperset(all[j]!, t)) continue next;
+    }
+    merged.push(t);
+  }
+  return merged;
+}
+
+/** VerifyAgainstWhitelist. */
+export function verifyAgainstWhitelist(tolerations: readonly Json[], whitelist: readonly Json[]): boolean {
+  if (whitelist.length === 0 || tolerations.length === 0) return true;
+  return tolerations.every((t) => whitelist.some((w) => isSuperset(w, t)));
+}
+
+/** BestEffort QoS: no container sets a cpu or memory request or limit. */
 function bestEffort(spec: Json): boolean {
   for (const c of [...listOf(spec['initContainers']), ...listOf(spec['containers'])]) {
     const r = objOf(c['resources']);
@@ -64,10 +114,13 @@ function bestEffort(spec: Json): boolean {
   return true;
 }
 
-export function podTolerationRestriction(
-  namespaces: () => ResourceStore | undefined,
-  config: PodTolerationRestrictionConfig = { default: [], whitelist: [] },
-): Admission {
+/** A Go error the handler turns into a Status: code 500, no reason, the message alone. */
+function plainError(message: string): StatusError {
+  return new StatusError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, code: 500 });
+}
+
+export function podTolerationRestriction(namespaces: () => ResourceStore | undefined, config: PodTolerationRestrictionConfig = {}): Admission {
+  /** extractNSTolerations: undefined when the namespace has no such annotation, [] when it is empty. */
   const annotationList = async (a: AdmissionAttributes, key: string): Promise<Json[] | undefined> => {
     const store = namespaces();
     if (!store) return undefined;
@@ -75,37 +128,50 @@ export function podTolerationRestriction(
     try {
       ns = await store.get({ namespace: '' }, a.namespace);
     } catch (err) {
-      if (isStatusError(err, 'NotFound')) return undefined;
-      throw err;
+      if (isStatusError(err)) throw err;
+      throw plainError((err as Error).message);
     }
     const text = objOf(ns.metadata?.annotations)[key];
     if (typeof text !== 'string') return undefined;
+    if (text === '') return [];
+    let parsed: unknown;
     try {
-      const parsed: unknown = JSON.parse(text);
-      if (!Array.isArray(parsed)) throw new Error('not a list');
-      return listOf(parsed);
+      parsed = JSON.parse(text);
     } catch (err) {
-      throw apiErrors.forbidden(PODS, a.name, `error parsing the ${key} annotation of namespace ${a.namespace}: ${(err as Error).message}`);
+      throw plainError((err as Error).message);
+    }
+    if (!Array.isArray(parsed)) throw plainError('json: cannot unmarshal into Go value of type []v1.Toleration');
+    return listOf(parsed);
+  };
+
+  const verify = async (a: AdmissionAttributes & { object: Json }): Promise<void> => {
+    const tolerations = listOf(objOf(a.object['spec'])['tolerations']);
+    if (tolerations.length === 0) return;
+    let whitelist = await annotationList(a, TOLERATIONS_WHITELIST_ANNOTATION);
+    let scope = 'namespace';
+    if (whitelist === undefined) {
+      whitelist = config.whitelist ?? [];
+      scope = 'cluster';
+    }
+    if (!verifyAgainstWhitelist(tolerations, whitelist)) {
+      throw plainError(`pod tolerations (possibly merged with namespace default tolerations) conflict with its ${scope} whitelist`);
     }
   };
+
   return {
     async mutate(a) {
       if (!isPodWrite(a)) return;
       const spec = podSpec(a.object);
       let extra: Json[] = [];
-      if (a.operation === 'CREATE') extra = (await annotationList(a, DEFAULT_TOLERATIONS_ANNOTATION)) ?? config.default;
-      if (!bestEffort(spec)) extra = [...extra, MEMORY_PRESSURE];
-      if (extra.length > 0) spec['tolerations'] = merge(listOf(spec['tolerations']), extra);
+      if (a.operation === 'CREATE') extra = [...((await annotationList(a, DEFAULT_TOLERATIONS_ANNOTATION)) ?? config.default ?? [])];
+      if (!bestEffort(spec)) extra.push({ ...MEMORY_PRESSURE });
+      if (extra.length > 0) spec['tolerations'] = mergeTolerations(listOf(spec['tolerations']), extra);
+      await verify(a);
     },
     async validate(a) {
       if (!isPodWrite(a)) return;
-      const tolerations = listOf(objOf(a.object['spec'])['tolerations']);
-      if (tolerations.length === 0) return;
-      const whitelist = (await annotationList(a, TOLERATIONS_WHITELIST_ANNOTATION)) ?? config.whitelist;
-      if (whitelist.length === 0) return;
-      if (!tolerations.every((t) => whitelist.some((w) => covers(w, t)))) {
-        throw apiErrors.forbidden(PODS, a.name, 'pod tolerations (possibly merged with namespace default tolerations) conflict with its namespace whitelist');
-      }
+      await verify(a);
     },
+    handles: (decl) => decl.group === '' && decl.resource === 'pods',
   };
 }
