@@ -165,10 +165,16 @@ describe('orch-apiserver serving, limit and shutdown options (the binary)', () =
           assert.equal(r.headers['access-control-allow-origin'], origin);
           assert.equal(r.headers['access-control-allow-credentials'], 'true');
           assert.equal(r.headers['access-control-allow-methods'], 'POST, GET, OPTIONS, PUT, DELETE, PATCH');
+          assert.equal(
+            r.headers['access-control-allow-headers'],
+            'Content-Type, Content-Length, Accept-Encoding, X-CSRF-Token, Authorization, X-Requested-With, If-Modified-Since',
+          );
+          assert.equal(r.headers['access-control-expose-headers'], 'Date');
         }
       }
       const pre = await s.request('/api/v1/pods', { method: 'OPTIONS', token: null, headers: { origin: 'https://example.com' } });
       assert.equal(pre.status, 204);
+      assert.equal(pre.body, '');
       assert.equal(pre.headers['access-control-allow-origin'], 'https://example.com');
       const other = await s.request('/version', { headers: { origin: 'https://example.org' } });
       assert.equal(other.status, 200);
