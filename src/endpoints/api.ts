@@ -55,6 +55,9 @@ function send(res: ApiResponse, status: number, headers: Record<string, string>,
   else res.end(body);
 }
 
+/** A path whose first segment is `apis` (empty segments skipped, as the aggregator splits paths). */
+const APIS_PATH = /^\/*apis(\/|$)/;
+
 export function installApi(mux: Mux, deps: ApiDeps): void {
   const kinds = deps.servedKinds ?? deps.registry.kinds;
   const served = new Set(kinds);
@@ -63,7 +66,8 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
   const api: Handler = async (req, res) => {
     const { path, query } = parsedRequest(req);
     const method = req.method ?? 'GET';
-    if (deps.aggregator && (await deps.aggregator.serve(req, res, path))) return;
+    // The aggregation layer only ever takes /apis paths (the core group is always local).
+    if (deps.aggregator && APIS_PATH.test(path) && (await deps.aggregator.serve(req, res, path))) return;
     if (isDiscoveryPath(path) && (method === 'GET' || method === 'HEAD')) {
       const r = serveDiscovery(kinds, {
         path,
