@@ -560,7 +560,7 @@ spec:
 
   it('refuses pods while no policy may be used', async () => {
     const stderr = await refused(['create', '-f', '-'], pspPod('early'));
-    assert.match(stderr, /pods "early" is forbidden: PodSecurityPolicy: no providers available to validate pod request/);
+    assert.match(stderr, /pods "early" is forbidden: no providers available to validate pod request\n/);
   });
 
   it('serves the kind with its defaults and table', async () => {
@@ -581,15 +581,48 @@ spec:
     assert.equal(p.spec.securityContext.fsGroup, 1);
     assert.deepEqual(p.spec.containers[0].securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, runAsNonRoot: true });
     let stderr = await refused([...AS_ALICE, 'create', '-f', '-'], pspPod('priv', '', '    securityContext: {privileged: true}\n'));
-    assert.match(stderr, /pods "priv" is forbidden: PodSecurityPolicy: unable to admit pod: \[spec\.containers\[0\]\.securityContext\.privileged: Invalid value: true: Privileged containers are not allowed\]/);
+    // Only the errors of the policy alice may use (restricted), as Go prints a field.ErrorList.
+    assert.ok(
+      stderr.includes('pods "priv" is forbidden: unable to validate against any pod security policy: [spec.containers[0].securityContext.privileged: Invalid value: true: Privileged containers are not allowed]\n'),
+      stderr,
+    );
     assert.equal(p.metadata.annotations['seccomp.security.alpha.kubernetes.io/pod'], 'runtime/default', "the policy's default seccomp profile");
     stderr = await refused([...AS_ALICE, 'create', '-f', '-'], pspPod('unconfined', '  securityContext: {seccompProfile: {type: Unconfined}}\n'));
     assert.match(
       stderr,
-      /metadata\.annotations\[seccomp\.security\.alpha\.kubernetes\.io\/pod\]: Forbidden: unconfined is not an allowed seccomp profile\. Valid values are runtime\/default,localhost\/ok\.json/,
+      // The container falls back to the pod's profile, so it is refused too.
+      /: \[pod\.metadata\.annotations\[seccomp\.security\.alpha\.kubernetes\.io\/pod\]: Forbidden: unconfined is not an allowed seccomp profile\. Valid values are runtime\/default,localhost\/ok\.json pod\.metadata\.annotations\[container\.seccomp\.security\.alpha\.kubernetes\.io\/app\]: Forbidden: unconfined is not an allowed seccomp profile\. Valid values are runtime\/default,localhost\/ok\.json\]/,
     );
     stderr = await refused([...AS_ALICE, 'create', '-f', '-'], pspPod('host', '  volumes: [{name: h, hostPath: {path: /tmp}}]\n'));
     assert.match(stderr, /spec\.volumes\[0\]: Invalid value: "hostPath": hostPath volumes are not allowed to be used/);
+    // The common refusals together, in the provider's order: pod level, volumes, then each container's.
+    stderr = await refused(
+      [...AS_ALICE, 'create', '-f', '-'],
+      pspPod(
+        'many',
+        '  hostNetwork: true\n  volumes: [{name: h, hostPath: {path: /tmp}}]\n',
+        '    securityContext: {privileged: true, runAsUser: 0, capabilities: {add: [NET_ADMIN]}}\n',
+      ),
+    );
+    assert.equal(
+      stderr.trim(),
+      'Error from server (Forbidden): error when creating "STDIN": pods "many" is forbidden: unable to validate against any pod security policy: [' +
+        'spec.securityContext.hostNetwork: Invalid value: true: Host network is not allowed to be used ' +
+        'spec.volumes[0]: Invalid value: "hostPath": hostPath volumes are not allowed to be used ' +
+        'spec.containers[0].securityContext.runAsUser: Invalid value: 0: running with the root UID is forbidden ' +
+        'spec.containers[0].securityContext.privileged: Invalid value: true: Privileged containers are not allowed ' +
+        'spec.containers[0].securityContext.capabilities.add: Invalid value: "NET_ADMIN": capability may not be added]',
+    );
+    stderr = await refused([...AS_ALICE, 'create', '-f', '-'], pspPod('nonroot', '', '    securityContext: {runAsNonRoot: false}\n'));
+    assert.ok(stderr.includes(': [spec.containers[0].securityContext.runAsNonRoot: Invalid value: false: must be true]'), stderr);
+  });
+
+  it('validates updates without defaults, against the pod’s kubernetes.io/psp policy first', async () => {
+    // The admin may use both policies; an update is checked against the pod's own policy first (kubernetes.io/psp).
+    await ok([...AS_ALICE, 'create', '-f', '-'], pspPod('kept'));
+    await ok(['annotate', 'pod', 'kept', '-n', 'psp', 'note=fine']);
+    const kept = JSON.parse(await ok(['get', 'pod', 'kept', '-n', 'psp', '-o', 'json']));
+    assert.equal(kept.metadata.annotations['kubernetes.io/psp'], 'restricted');
   });
 
   it("uses a policy the pod's service account may use, and prefers a policy that needs no change", async () => {
