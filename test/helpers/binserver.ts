@@ -70,6 +70,8 @@ export interface StartBinOptions {
   dataDir?: string;
   /** The directory for the serving pair (default one inside the server's directory). */
   certDir?: string;
+  /** The CA of the serving certificate, when it is not the self-signed pair of the cert dir (--tls-cert-file). */
+  ca?: string;
 }
 
 /** Writes `${dir}/tokens.csv`: the admin, alice and `extra`. */
@@ -124,7 +126,7 @@ export async function startBin(args: string[] = [], o: StartBinOptions = {}): Pr
     await sleep(50);
   }
   const url = `https://127.0.0.1:${port}`;
-  const ca = await readFile(join(certDir, 'apiserver.crt'), 'utf8');
+  const ca = o.ca ?? (await readFile(join(certDir, 'apiserver.crt'), 'utf8'));
   return {
     url,
     port,
