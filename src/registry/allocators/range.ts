@@ -53,7 +53,15 @@ export class Bitmap {
   }
   offsets(): number[] {
     const out: number[] = [];
-    for (let i = 0; i < this.size; i++) if (this.has(i)) out.push(i);
+    // Byte by byte, skipping empty ones: the repair at every start reads ranges of thousands of offsets.
+    for (let k = 0; k < this.bytes.length; k++) {
+      const b = this.bytes[k]!;
+      if (b === 0) continue;
+      for (let bit = 0; bit < 8; bit++) {
+        const i = k * 8 + bit;
+        if (b & (1 << bit) && i < this.size) out.push(i);
+      }
+    }
     return out;
   }
   clone(): Bitmap {
