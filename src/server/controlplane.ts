@@ -75,7 +75,7 @@ import type { ServiceAddress } from '../registry/service-resolver.js';
 import { resourceQuotaAdmission, parseQuotaConfig } from '../registry/admission/quota.js';
 import { startResourceQuotaController } from './controllers/resourcequota.js';
 import { certificateApproval, certificateSigning, certificateSubjectRestriction } from '../registry/admission/certificates.js';
-import { signingCAFromClientCA, startCsrSigningController } from './controllers/csr-signing.js';
+import { clusterSigningCA, startCsrSigningController, startCsrSigningUnavailable } from './controllers/csr-signing.js';
 import { startCsrApprovingController } from './controllers/csr-approving.js';
 import { startCsrCleaner } from './controllers/csr-cleaner.js';
 import { parsePodSecurityConfig, podSecurity } from '../registry/admission/podsecurity/index.js';
@@ -377,8 +377,9 @@ export async function createControlPlane(
       controllers.push(startAPIServiceAvailability(aggregator, { log }), { stop: () => aggregator.stop() });
       controllers.push(startResourceQuotaController(registry, { log }));
       controllers.push(startCsrApprovingController(registry, () => authz, log), startCsrCleaner(registry, log));
-      const signingCA = signingCAFromClientCA(options.clientCaFile);
-      if (signingCA) controllers.push(startCsrSigningController(registry, { ...signingCA, ...overrides.csrSigning }, log));
+      const signingCA = clusterSigningCA(options.clientCaFile);
+      if ('problem' in signingCA) controllers.push(startCsrSigningUnavailable(registry, signingCA.problem, log));
+      else controllers.push(startCsrSigningController(registry, { ...signingCA, ...overrides.csrSigning }, log));
       if (options.featureGates.APIServerIdentity) {
         controllers.push(
           startIdentityLease(registry, {

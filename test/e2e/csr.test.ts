@@ -277,3 +277,40 @@ void describe('CertificateSigningRequest API (kubectl)', () => {
     assert.equal(n2['status']?.conditions, undefined, 'not approved without nodeclient permission');
   });
 });
+
+void describe('CertificateSigningRequest signing without the cluster CA key (kubectl)', () => {
+  let c: TestCluster;
+  let caDir: string;
+
+  before(async () => {
+    // The client CA certificate alone: no ca.key beside it, so nothing can be signed.
+    caDir = await mkdtemp(join(tmpdir(), 'orch-csr-nokey-'));
+    await writeFile(join(caDir, 'ca.crt'), (await makeCA('orch-test-cluster-ca')).cert);
+    c = await startCluster([`--client-ca-file=${join(caDir, 'ca.crt')}`]);
+  });
+  after(async () => {
+    await c?.stop();
+    await rm(caDir, { recursive: true, force: true });
+  });
+
+  void it('leaves an approved request unsigned with a Warning event naming the missing key', async () => {
+    const { obj } = await csrObject('unsignable', { commonName: 'carol' }, 'kubernetes.io/kube-apiserver-client', ['client auth']);
+    assert.equal((await c.kubectl(['create', '-f', '-'], { input: JSON.stringify(obj) })).code, 0);
+    assert.equal((await c.kubectl(['certificate', 'approve', 'unsignable'])).code, 0);
+    const keyFile = join(caDir, 'ca.key');
+    const described = await eventually('the SigningUnavailable event', async () => {
+      const r = await c.kubectl(['describe', 'csr', 'unsignable']);
+      return r.stdout.includes('SigningUnavailable') ? r.stdout : undefined;
+    });
+    assert.match(described, /Warning\s+SigningUnavailable\s+\S+\s+csrsigning-controller\s+Not signed: no private key /);
+    const events = JSON.parse((await c.kubectl(['get', 'events', '-n', 'default', '--field-selector', 'involvedObject.name=unsignable', '-o', 'json'])).stdout) as Json;
+    assert.equal(events['items'].length, 1);
+    assert.equal(
+      events['items'][0].message,
+      `Not signed: no private key ${keyFile} for --client-ca-file ${join(caDir, 'ca.crt')}: the cluster CA is the --client-ca-file certificate with its private key beside it (ca.crt and ca.key)`,
+    );
+    const csr = JSON.parse((await c.kubectl(['get', 'csr', 'unsignable', '-o', 'json'])).stdout) as Json;
+    assert.equal(csr['status'].certificate, undefined);
+    assert.deepEqual((csr['status'].conditions as Json[]).map((x) => x['type']), ['Approved']);
+  });
+});

@@ -14,9 +14,11 @@
  * The cluster CA (controller-manager's --cluster-signing-cert-file/--cluster-signing-key-file, which
  * document 2 does not have): the certificate of --client-ca-file with the private key beside it (the file
  * name with .key for its extension: ca.crt → ca.key, as kubeadm lays out its pki directory). Without that key
- * nothing is signed, as a controller-manager without a signing key.
+ * nothing is signed, as a controller-manager without a signing key; the server says why once at start, and
+ * each approved request of these signers stays unsigned with a Warning event (reason SigningUnavailable)
+ * saying so, which `kubectl describe csr` shows.
  */
-import { createPrivateKey, X509Certificate, randomBytes, webcrypto } from 'node:crypto';
+import { createPrivateKey, X509Certificate, randomBytes, randomUUID, webcrypto } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import type * as X509 from '@peculiar/x509';
 import { isStatusError } from '../../registry/errors.js';
@@ -52,16 +54,33 @@ const YEAR_SECONDS = 365 * 24 * 3600;
 
 /** The signing CA beside --client-ca-file (ca.crt + ca.key), or undefined when there is no key there. */
 export function signingCAFromClientCA(clientCAFile: string | undefined): SigningCA | undefined {
-  if (!clientCAFile) return undefined;
-  const keyFile = clientCAFile.replace(/\.(crt|pem|cert|cer)$/, '') + '.key';
-  if (keyFile === clientCAFile || !existsSync(keyFile)) return undefined;
-  const cert = splitPemCertificates(readFileSync(clientCAFile, 'utf8'))[0];
-  if (!cert) return undefined;
-  const key = readFileSync(keyFile, 'utf8');
+  const found = clusterSigningCA(clientCAFile);
+  return 'problem' in found ? undefined : found;
+}
+
+/** The key file the cluster CA's private key is read from: the --client-ca-file name with .key for its extension. */
+export const signingKeyFile = (clientCAFile: string): string => clientCAFile.replace(/\.(crt|pem|cert|cer)$/, '') + '.key';
+
+/** The signing CA beside --client-ca-file, or why there is none (for the log and the CSRs' events). */
+export function clusterSigningCA(clientCAFile: string | undefined): SigningCA | { problem: string } {
+  const rule = 'the cluster CA is the --client-ca-file certificate with its private key beside it (ca.crt and ca.key)';
+  if (!clientCAFile) return { problem: `no --client-ca-file: ${rule}` };
+  const keyFile = signingKeyFile(clientCAFile);
+  if (keyFile === clientCAFile) return { problem: `--client-ca-file ${clientCAFile} has no .crt, .pem, .cert or .cer extension to find its key by: ${rule}` };
+  if (!existsSync(keyFile)) return { problem: `no private key ${keyFile} for --client-ca-file ${clientCAFile}: ${rule}` };
+  let cert: string | undefined;
+  let key: string;
   try {
-    if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) return undefined;
-  } catch {
-    return undefined;
+    cert = splitPemCertificates(readFileSync(clientCAFile, 'utf8'))[0];
+    key = readFileSync(keyFile, 'utf8');
+  } catch (err) {
+    return { problem: `cannot read the cluster CA: ${(err as Error).message}` };
+  }
+  if (!cert) return { problem: `no certificate in --client-ca-file ${clientCAFile}` };
+  try {
+    if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) return { problem: `${keyFile} is not the private key of the first certificate of ${clientCAFile}` };
+  } catch (err) {
+    return { problem: `${keyFile} is not a usable private key: ${(err as Error).message}` };
   }
   return { cert, key };
 }
@@ -252,6 +271,48 @@ export function startCsrSigningController(registry: Registry, ca: SigningCA, log
         if (isStatusError(err, 'Conflict')) return 100;
         throw err;
       }
+      return null;
+    },
+    ...(log ? { log } : {}),
+  });
+}
+
+/**
+ * Without a signing CA: each approved request of the three signers stays unsigned and gets one Warning event
+ * (in `default`, as events about cluster-scoped objects are) saying why; the reason is logged at start.
+ */
+export function startCsrSigningUnavailable(registry: Registry, problem: string, log?: (m: string) => void): Controller {
+  const csrs = registry.store(CERTIFICATES_GROUP, 'v1', 'certificatesigningrequests')!;
+  const events = registry.store('', 'v1', 'events');
+  log?.(`csrsigning controller: not signing kubernetes.io/kube-apiserver-client, kube-apiserver-client-kubelet and kubelet-serving requests: ${problem}`);
+  const told = new Set<string>();
+  const message = `Not signed: ${problem}`;
+  return runController({
+    name: 'csrsigning controller',
+    store: csrs,
+    wants: (csr) => wantsSigning(csr) && !told.has(csr.metadata?.uid ?? ''),
+    async sync(_namespace, name) {
+      const csr = await getIfExists(csrs, { namespace: '', user: CERTIFICATE_CONTROLLER_USER }, name);
+      const uid = csr?.metadata?.uid ?? '';
+      if (!csr || !wantsSigning(csr) || told.has(uid) || !events) return null;
+      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      await events.create(
+        { namespace: 'default', user: CERTIFICATE_CONTROLLER_USER },
+        {
+          apiVersion: 'v1',
+          kind: 'Event',
+          metadata: { name: `${name}.${randomUUID().replace(/-/g, '').slice(0, 16)}`, namespace: 'default' },
+          involvedObject: { kind: 'CertificateSigningRequest', apiVersion: 'certificates.k8s.io/v1', name, uid, resourceVersion: csr.metadata?.resourceVersion ?? '' },
+          reason: 'SigningUnavailable',
+          message,
+          source: { component: 'csrsigning-controller' },
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+          type: 'Warning',
+        },
+      );
+      told.add(uid);
       return null;
     },
     ...(log ? { log } : {}),
