@@ -4,7 +4,7 @@
  */
 import { serveDiscovery, isDiscoveryPath } from './discovery.js';
 import type { ApiRequest, ApiResponse, Handler } from './http.js';
-import { serveOpenAPI } from './openapi.js';
+import type * as OpenAPIModule from './openapi.js';
 import { parseBoolParam, parsedRequest } from './requestinfo.js';
 import { notFoundPath, serveResource, type ResourceDeps } from './resource.js';
 import { writeError } from './respond.js';
@@ -89,7 +89,10 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
   mux.handle('/apis', api);
   mux.handlePrefix('/apis/', api);
 
-  const openapi: Handler = (req, res) => {
+  // The OpenAPI builder loads with the first /openapi request (kubectl's first apply or explain), not at startup.
+  let openapiModule: Promise<typeof OpenAPIModule> | undefined;
+  const openapi: Handler = async (req, res) => {
+    const { serveOpenAPI } = await (openapiModule ??= import('./openapi.js'));
     const { path, query } = split(req);
     const r = serveOpenAPI(kinds, deps.registry.definitions, {
       path,
