@@ -24,6 +24,7 @@ import type { ServerOptions } from './options.js';
 import { createApiServer, type ApiServer, type ServerConfig } from './server.js';
 import { agentTransportFrom, kindSettingsFrom } from './kindsettings.js';
 import { loadEgressSelectorConfig } from './egress.js';
+import { EgressMetrics } from './egress/metrics.js';
 import type { Dialer } from '../util/dial.js';
 import { createLogger, type LogFormat, type Logger } from '../util/log.js';
 import { instrumentStorage, registerStorageMetrics } from './storage-metrics.js';
@@ -193,7 +194,8 @@ export async function createControlPlane(
   const pluginConfig = loadAdmissionConfig(options.admissionControlConfigFile, options.admissionPlugins);
   // --egress-selector-config-file: read before anything opens; a dialer per proxied egress type (cluster,
   // controlplane, etcd), handed to the parts that dial out.
-  const egress = options.egressSelectorConfigFile ? loadEgressSelectorConfig(options.egressSelectorConfigFile) : undefined;
+  const egressMetrics = new EgressMetrics();
+  const egress = options.egressSelectorConfigFile ? loadEgressSelectorConfig(options.egressSelectorConfigFile, egressMetrics) : undefined;
   const encryption = options.encryptionProviderConfig ? loadEncryptionConfig(options.encryptionProviderConfig, transformMetrics) : undefined;
   let storage: Storage;
   try {
@@ -233,6 +235,7 @@ export async function createControlPlane(
     throw err;
   }
   transformMetrics.bind(server.metrics);
+  if (egress) egressMetrics.bind(server.metrics);
   encryption?.probes.forEach((probe, i) => server.addHealthCheck(`kms-provider-${i}`, () => probe.check()));
   // kube-apiserver's storage check: reads the store within the health-check timeout.
   const timeout = options.kvstoreHealthcheckTimeout;

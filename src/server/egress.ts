@@ -15,6 +15,7 @@ import { connect as tlsConnect } from 'node:tls';
 import type { Dialer } from '../util/dial.js';
 import { yaml } from '../util/yaml.js';
 import { konnectivityDialer } from './egress/konnectivity.js';
+import { DialError, EgressMetrics } from './egress/metrics.js';
 
 export const EGRESS_API_VERSIONS = ['apiserver.k8s.io/v1beta1', 'apiserver.k8s.io/v1alpha1', 'apiserver.config.k8s.io/v1alpha1'];
 
@@ -54,8 +55,11 @@ function readPem(path: unknown, field: string, errs: string[]): string | undefin
   }
 }
 
-/** Reads and validates the file (kube-apiserver's checks and wording); returns a dialer per proxied type. */
-export function loadEgressSelectorConfig(path: string): EgressSelection {
+/**
+ * Reads and validates the file (kube-apiserver's checks and wording); returns a dialer per proxied type,
+ * measured into `metrics` (bind it to the server's registry once there is one).
+ */
+export function loadEgressSelectorConfig(path: string, metrics = new EgressMetrics()): EgressSelection {
   let doc: unknown;
   try {
     doc = yaml().parse(readFileSync(path, 'utf8'));
@@ -107,7 +111,9 @@ export function loadEgressSelectorConfig(path: string): EgressSelection {
     }
     const address = proxyAddress(transport, `${base}.connection.transport`, errs);
     if (!address) return;
-    out[name] = protocol === 'GRPC' ? grpcDialer(address) : httpConnectDialer(address);
+    const transportLabel = 'uds' in address ? 'uds' : 'tcp';
+    out[name] =
+      protocol === 'GRPC' ? metrics.measure(grpcDialer(address), 'grpc', transportLabel) : metrics.measure(httpConnectDialer(address), 'http_connect', transportLabel);
   });
   if (errs.length > 0) throw new Error(`invalid egress selector config in "${path}": [${errs.join(', ')}]`);
   return out;
@@ -183,12 +189,14 @@ function httpConnectDialer(address: ProxyAddress): Dialer {
     new Promise<Socket>((resolve, reject) => {
       const { socket, ready } = open();
       const target = host.includes(':') ? `[${host}]:${targetPort}` : `${host}:${targetPort}`;
+      let connected = false;
       const fail = (e: Error): void => {
         socket.destroy();
-        reject(new Error(`dial ${target} through the egress proxy ${display}: ${e.message}`));
+        reject(new DialError(`dial ${target} through the egress proxy ${display}: ${e.message}`, connected ? 'proxy' : 'connect'));
       };
       socket.once('error', fail);
       socket.once(ready, () => {
+        connected = true;
         socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
       });
       let head = Buffer.alloc(0);

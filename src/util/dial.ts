@@ -23,18 +23,36 @@ export function viaDialer(dial: Dialer, secure: boolean): CreateConnection {
     const named = options['host'] ?? options['hostname'];
     const host = (typeof named === 'string' && named !== '' ? named : 'localhost').replace(/^\[|\]$/g, '');
     const port = Number(options['port'] ?? (secure ? 443 : 80));
+    // The request's `timeout` is the socket's idle timeout; net.connect sets it, a custom connection must too,
+    // and it bounds the dial as well.
+    const timeout = typeof options['timeout'] === 'number' && options['timeout'] > 0 ? options['timeout'] : undefined;
+    let settled = false;
+    const timer = timeout
+      ? setTimeout(() => {
+          settled = true;
+          done(new Error(`dial ${host}:${port}: i/o timeout`));
+        }, timeout)
+      : undefined;
     dial(host, port).then(
       (tunnel) => {
-        if (!secure) {
-          done(null, tunnel);
-          // A dialer may hand the tunnel over paused; the peer speaks only after the request is written.
-          tunnel.resume();
+        clearTimeout(timer);
+        if (settled) {
+          tunnel.destroy();
           return;
         }
-        const tls = tlsConnect({ ...(options as ConnectionOptions), socket: tunnel });
-        done(null, tls);
+        settled = true;
+        const conn = secure ? tlsConnect({ ...(options as ConnectionOptions), socket: tunnel }) : tunnel;
+        if (timeout) (conn as Partial<Socket>).setTimeout?.(timeout);
+        done(null, conn);
+        // A dialer may hand the tunnel over paused; the peer speaks only after the request is written.
+        if (!secure) tunnel.resume();
       },
-      (err: Error) => done(err),
+      (err: Error) => {
+        clearTimeout(timer);
+        if (settled) return;
+        settled = true;
+        done(err);
+      },
     );
     return undefined;
   };

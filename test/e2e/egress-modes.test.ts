@@ -3,7 +3,7 @@
 //    src/server/egress/konnectivity.proto, decoded with protobufjs), recording every address it dials;
 //  - HTTPConnect over a Unix socket: an HTTP CONNECT proxy on a socket in a temporary directory.
 // One cluster sends the cluster type through the konnectivity server (kubectl logs and exec reach a real
-// orchlet only through it, and an admission webhook too) and the controlplane type through the Unix-socket
+// orchlet only through it, as do an admission webhook and an aggregated API server) and the controlplane type through the Unix-socket
 // CONNECT proxy (a token webhook); another keeps its state in a real etcd reached only through the
 // konnectivity server (the etcd type).
 import { after, before, describe, it } from 'node:test';
@@ -153,6 +153,19 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
     admissionCA = ca.cert;
     const serving = await makeServingCert(ca.cert, ca.key, '127.0.0.1', ['127.0.0.1']);
     admissionHook = createHttpsServer({ cert: serving.cert, key: serving.key }, (req, res) => {
+      // Also an extension API server for wardle.example.com/v1alpha1 (the aggregation layer).
+      if (req.url?.startsWith('/apis/wardle.example.com/v1alpha1')) {
+        res.setHeader('Content-Type', 'application/json');
+        const resources = [{ name: 'flunders', singularName: 'flunder', namespaced: true, kind: 'Flunder', verbs: ['get', 'list'] }];
+        if (req.url === '/apis/wardle.example.com/v1alpha1') res.end(JSON.stringify({ kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'wardle.example.com/v1alpha1', resources }));
+        else res.end(JSON.stringify({ kind: 'FlunderList', apiVersion: 'wardle.example.com/v1alpha1', metadata: {}, items: [] }));
+        return;
+      }
+      if (req.method !== 'POST') {
+        res.statusCode = 404;
+        res.end();
+        return;
+      }
       let body = '';
       req.on('data', (d: Buffer) => (body += d.toString()));
       req.on('end', () => {
@@ -241,7 +254,34 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
     assert.equal(exec.stdout, 'out\n');
     assert.match(exec.stderr, /err/);
     assert.equal(exec.code, 3);
-    assert.deepEqual(konnectivity.dials.slice(execDials), [agentAddress]);
+    const execThrough = konnectivity.dials.slice(execDials);
+    assert.ok(execThrough.length >= 1 && execThrough.every((d) => d === agentAddress), execThrough.join(', '));
+
+    // A dial the proxy server refuses (nothing listens there): a failure at the proxy stage.
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createHttpServer();
+      probe.listen(0, '127.0.0.1', () => {
+        const port = (probe.address() as AddressInfo).port;
+        probe.close(() => resolve(port));
+      });
+    });
+    const ghost = await c.request('POST', '/api/v1/nodes', { body: { apiVersion: 'v1', kind: 'Node', metadata: { name: 'ghost' } } });
+    assert.equal(ghost.status, 201, ghost.text);
+    const ghostStatus = await c.request('PUT', '/api/v1/nodes/ghost/status', {
+      body: { ...ghost.json, status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: closed } } } },
+    });
+    assert.equal(ghostStatus.status, 200, ghostStatus.text);
+    const ghostPod = await c.request('POST', '/api/v1/namespaces/default/pods', {
+      body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'ghost-pod' }, spec: { nodeName: 'ghost', containers: [{ name: 'main', image: 'busybox' }] } },
+    });
+    assert.equal(ghostPod.status, 201, ghostPod.text);
+    const refused = await c.kubectl(['logs', 'ghost-pod']);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /konnectivity server/);
+    const metrics = (await c.request('GET', '/metrics')).text;
+    const count = (re: RegExp): number => Number(re.exec(metrics)?.[1] ?? 0);
+    assert.ok(count(/^apiserver_egress_dialer_dial_duration_seconds_count\{protocol="grpc",transport="uds"\} (\d+)$/m) >= 2, metrics.split('\n').filter((l) => l.includes('egress')).join('\n'));
+    assert.equal(count(/^apiserver_egress_dialer_dial_failure_count\{protocol="grpc",transport="uds",stage="proxy"\} (\d+)$/m), 1);
 
     // An admission webhook (cluster type) at a URL.
     const hook = await c.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
@@ -273,11 +313,40 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
     assert.equal(cm.code, 0, cm.stderr);
     assert.ok(konnectivity.dials.slice(hookDials).includes(`127.0.0.1:${(admissionHook.address() as AddressInfo).port}`), konnectivity.dials.join(', '));
 
+    // An aggregated API server (cluster type): the availability check and the proxied request.
+    const extDials = konnectivity.dials.length;
+    const hookPort = (admissionHook.address() as AddressInfo).port;
+    const svc = await c.request('POST', '/api/v1/namespaces/default/services', {
+      body: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'ext-api' }, spec: { type: 'ExternalName', externalName: '127.0.0.1' } },
+    });
+    assert.equal(svc.status, 201, svc.text);
+    const apiService = await c.request('POST', '/apis/apiregistration.k8s.io/v1/apiservices', {
+      body: {
+        apiVersion: 'apiregistration.k8s.io/v1',
+        kind: 'APIService',
+        metadata: { name: 'v1alpha1.wardle.example.com' },
+        spec: { group: 'wardle.example.com', version: 'v1alpha1', groupPriorityMinimum: 1000, versionPriority: 15, insecureSkipTLSVerify: true, service: { namespace: 'default', name: 'ext-api', port: hookPort } },
+      },
+    });
+    assert.equal(apiService.status, 201, apiService.text);
+    const flunders = await waitFor(
+      'the aggregated API',
+      async () => {
+        const r = await c!.kubectl(['get', '--raw', '/apis/wardle.example.com/v1alpha1/namespaces/default/flunders']);
+        return r.code === 0 ? r : undefined;
+      },
+      15_000,
+    );
+    assert.match(flunders.stdout, /FlunderList/);
+    assert.ok(konnectivity.dials.slice(extDials).filter((d) => d === `127.0.0.1:${hookPort}`).length >= 2, 'availability check and proxied request');
+
     // The token webhook, through the controlplane proxy.
     const r = await c.request('GET', '/api/v1/namespaces/default', { headers: { authorization: 'Bearer webhook-token' } });
     assert.equal(r.status, 200, r.text);
     assert.ok(connectProxy.connects.includes(hookAddress), connectProxy.connects.join(', '));
     assert.ok(!connectProxy.connects.includes(agentAddress), 'the controlplane proxy never carries agent calls');
+    const after = (await c.request('GET', '/metrics')).text;
+    assert.match(after, /^apiserver_egress_dialer_dial_duration_seconds_count\{protocol="http_connect",transport="uds"\} [1-9]/m);
     await a.stop();
     a = undefined;
     await c.stop();

@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { Duplex } from 'node:stream';
 import type { ChannelCredentials, ClientDuplexStream } from '@grpc/grpc-js';
 import type { Dialer } from '../../util/dial.js';
+import { DialError } from './metrics.js';
 
 const PROXY_METHOD = '/ProxyService/Proxy';
 /** konnectivity-client's dial and close timeouts. */
@@ -286,13 +287,15 @@ export function konnectivityDialer(t: KonnectivityTarget): Dialer {
     const random = BigInt.asIntN(64, randomBytes(8).readBigUInt64BE()) & 0x7fffffffffffffffn;
     return new Promise<Duplex>((resolve, reject) => {
       let conn: TunnelConnection | undefined;
+      // Until the proxy server answers, a failure is reaching it; after, its refusal of the dial.
+      let answered = false;
       const fail = (err: Error): void => {
         clearTimeout(timer);
         if (conn) conn.destroy(err);
         else {
           stream.cancel();
           client.close();
-          reject(new Error(`dial ${address} through the konnectivity server ${t.display}: ${err.message}`));
+          reject(new DialError(`dial ${address} through the konnectivity server ${t.display}: ${err.message}`, answered ? 'proxy' : 'connect'));
         }
       };
       const timer = setTimeout(() => {
@@ -300,6 +303,7 @@ export function konnectivityDialer(t: KonnectivityTarget): Dialer {
         fail(new Error('dial timeout'));
       }, DIAL_TIMEOUT_MS);
       stream.on('data', (raw: Buffer) => {
+        answered = true;
         let p: Packet;
         try {
           p = decodePacket(raw);
