@@ -57,11 +57,12 @@ describe('agent API client: transport', () => {
   };
 
   /** An h2 server (HTTP/1.1 allowed, as orch's) counting TLS connections and sessions. */
-  async function h2Server(handler: Handler) {
+  async function h2Server(handler: Handler, maxConcurrentStreams?: number) {
     const seen: Seen[] = [];
     const sessions: ServerHttp2Session[] = [];
     let connections = 0;
-    const server = createSecureServer({ cert: serving.cert, key: serving.key, ca: ca.cert, requestCert: true, rejectUnauthorized: false, allowHTTP1: true }, (req, res) => {
+    const settings = maxConcurrentStreams !== undefined ? { settings: { maxConcurrentStreams } } : {};
+    const server = createSecureServer({ cert: serving.cert, key: serving.key, ca: ca.cert, requestCert: true, rejectUnauthorized: false, allowHTTP1: true, ...settings }, (req, res) => {
       record(seen, req);
       handler(req, res);
     });
@@ -109,6 +110,33 @@ describe('agent API client: transport', () => {
       assert.deepEqual(await api.get('/c'), { n: 3 });
       assert.deepEqual([api.sessionsOpened, s.sessions.length, s.seen.map((x) => x.path)], [3, 3, ['/a', '/b', '/c']]);
     } finally {
+      api.close();
+    }
+  });
+
+  it('opens another session when the server\'s stream limit is reached (long watches do not block requests)', async () => {
+    const s = await h2Server((req, res) => {
+      if ((req.url ?? '').includes('watch=true')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        (res as ServerResponse).write(JSON.stringify({ type: 'ADDED', object: { metadata: { name: req.url } } }) + '\n'); // stays open
+        return;
+      }
+      json(res, { ok: true });
+    }, 2);
+    const api = new ApiClient({ server: s.url, ca: ca.cert }, { qps: 0 });
+    const watches = [];
+    try {
+      for (let i = 0; i < 3; i++) watches.push(await api.watch(`/api/v1/namespaces/ns${i}/configmaps`, {}, () => {}));
+      assert.deepEqual(await api.get('/api/v1/nodes/n'), { ok: true });
+      assert.equal(api.sessionsOpened, 2, 'two streams a session: the third watch and the request after it on a second one');
+      assert.equal(s.connections(), 2);
+      watches.shift()!.stop();
+      watches.shift()!.stop();
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(await Promise.all([api.get('/a'), api.get('/b')]), [{ ok: true }, { ok: true }]);
+      assert.equal(api.sessionsOpened, 2, 'room again on the first session: no third one');
+    } finally {
+      for (const w of watches) w.stop();
       api.close();
     }
   });

@@ -4,8 +4,12 @@
 // HTTP/1.1 with keep-alive connections.
 //
 // The first request of a transport (and the first after every reset) opens a TLS connection offering
-// h2 and http/1.1. If the peer picks h2, the connection becomes the session every request goes on
-// until the session ends (GOAWAY, close, error, stream IDs used up): the next request opens a new one.
+// h2 and http/1.1. If the peer picks h2, the connection becomes the session requests go on until the
+// session ends (GOAWAY, close, error, stream IDs used up): the next request opens a new one. A session
+// carries at most the streams the server allows at once (its SETTINGS_MAX_CONCURRENT_STREAMS, 250 on
+// kube-apiserver and orch): a request beyond that goes on another session, opened when none has room,
+// as Go's HTTP/2 transport does, so watches (one per ConfigMap or Secret a pod uses) never fill a
+// session and leave other requests waiting behind them.
 // A request the server never took up (refused by GOAWAY or REFUSED_STREAM before any answer) is sent
 // once more on a new session. If the peer picks http/1.1 (or nothing), the transport uses an HTTP/1.1
 // keep-alive pool from then on.
@@ -51,14 +55,16 @@ export class Transport {
   private readonly tls: boolean;
   /** Decided by the first TLS handshake (ALPN); undefined: not known yet. */
   private protocol: Protocol | undefined;
-  private session: ClientHttp2Session | undefined;
+  /** Sessions that take new streams. */
+  private sessions: ClientHttp2Session[] = [];
   private connecting: Promise<ClientHttp2Session | undefined> | undefined;
   private h1: HttpsAgent | HttpAgent | undefined;
-  /** Open streams per session. */
+  /** Streams open or about to open per session (a slot is taken before the stream is created). */
   private readonly active = new WeakMap<ClientHttp2Session, number>();
   /** Sessions opened so far (tests and the bench read it). */
   sessionsOpened = 0;
-  private closed = false;
+  /** Bumped by reset(): a connection opened before it is not used. */
+  private generation = 0;
 
   constructor(private readonly config: ClientConfig) {
     this.url = new URL(config.server);
@@ -82,10 +88,9 @@ export class Transport {
   }
 
   async send(req: TransportRequest, onStart?: (abort: () => void) => void): Promise<TransportResponse> {
-    if (this.closed) this.closed = false; // a closed transport reconnects when used again
     if (this.protocol !== 'http/1.1') {
       for (let attempt = 0; ; attempt++) {
-        const session = await this.h2Session();
+        const session = await this.h2Slot();
         if (!session) break; // the peer speaks only HTTP/1.1
         try {
           return await this.sendH2(session, req, onStart);
@@ -103,33 +108,62 @@ export class Transport {
 
   /** Closes every connection now (in-flight requests and watches end); later requests reconnect. */
   reset(): void {
-    const s = this.session;
-    this.session = undefined;
+    this.generation++;
+    const sessions = this.sessions;
+    this.sessions = [];
     this.connecting = undefined;
     if (this.tls) this.protocol = undefined;
-    s?.destroy();
+    for (const s of sessions) s.destroy();
     const a = this.h1;
     this.h1 = undefined;
     a?.destroy();
   }
 
-  /** Closes the connections (idle ones at once; use after the last request). */
+  /** Closes the connections (after the last request; a later request connects again). */
   close(): void {
-    this.closed = true;
     this.reset();
   }
 
   // ---- HTTP/2 ----
 
-  private h2Session(): Promise<ClientHttp2Session | undefined> {
-    const s = this.session;
-    if (s && !s.closed && !s.destroyed) return Promise.resolve(s);
-    this.connecting ??= this.openSession().finally(() => (this.connecting = undefined));
-    return this.connecting;
+  /**
+   * A session with room for one more stream, that stream's slot taken (sendH2 gives it back when the
+   * stream closes); undefined when the peer speaks only HTTP/1.1.
+   */
+  private async h2Slot(): Promise<ClientHttp2Session | undefined> {
+    for (;;) {
+      const s = this.sessions.find((x) => !x.closed && !x.destroyed && (this.active.get(x) ?? 0) < streamLimit(x));
+      if (s) {
+        this.take(s);
+        return s;
+      }
+      if (this.protocol === 'http/1.1') return undefined;
+      if (!this.connecting) {
+        const p: Promise<ClientHttp2Session | undefined> = this.openSession().finally(() => {
+          if (this.connecting === p) this.connecting = undefined;
+        });
+        this.connecting = p;
+      }
+      if ((await this.connecting) === undefined) return undefined;
+    }
+  }
+
+  /** Takes a stream slot of `session` (it holds the event loop open while any is taken). */
+  private take(session: ClientHttp2Session): void {
+    const n = this.active.get(session) ?? 0;
+    this.active.set(session, n + 1);
+    if (n === 0) session.ref();
+  }
+
+  private give(session: ClientHttp2Session): void {
+    const left = (this.active.get(session) ?? 1) - 1;
+    this.active.set(session, left);
+    if (left === 0 && !session.destroyed) session.unref();
   }
 
   /** Opens a TLS connection offering h2 and http/1.1; the session if h2 was picked, else undefined (HTTP/1.1 from now on). */
   private openSession(): Promise<ClientHttp2Session | undefined> {
+    const generation = this.generation;
     return new Promise((resolve, reject) => {
       const socket: TLSSocket = tlsConnect({
         host: this.url.hostname.replace(/^\[|\]$/g, ''),
@@ -144,6 +178,12 @@ export class Transport {
       socket.once('error', fail);
       socket.once('secureConnect', () => {
         socket.off('error', fail);
+        if (generation !== this.generation) {
+          // reset (a rotated certificate) while connecting: the caller connects again with the new settings
+          socket.destroy();
+          resolve(this.openSession());
+          return;
+        }
         if (socket.alpnProtocol !== 'h2') {
           socket.destroy();
           this.protocol = 'http/1.1';
@@ -159,15 +199,33 @@ export class Transport {
         session.on('error', forget);
         session.on('frameError', forget);
         session.unref();
-        this.session = session;
-        resolve(session);
+        // ready once the server's SETTINGS (its stream limit) are known
+        const timer = setTimeout(() => session.destroy(new Error('no HTTP/2 SETTINGS from the server within 30 s')), 30_000);
+        const ready = (): void => {
+          clearTimeout(timer);
+          session.off('close', notReady);
+          if (generation !== this.generation) {
+            session.destroy(); // reset while it got ready
+            resolve(this.openSession());
+            return;
+          }
+          this.sessions.push(session);
+          resolve(session);
+        };
+        const notReady = (): void => {
+          clearTimeout(timer);
+          session.off('remoteSettings', ready);
+          reject(new Error(`the HTTP/2 session to ${this.url.host} closed before it was ready`));
+        };
+        session.once('remoteSettings', ready);
+        session.once('close', notReady);
       });
     });
   }
 
   /** Stops using `session` for new requests; its open streams end on their own. */
   private drop(session: ClientHttp2Session): void {
-    if (this.session === session) this.session = undefined;
+    this.sessions = this.sessions.filter((x) => x !== session);
     if (!session.closed && !session.destroyed) session.close();
   }
 
@@ -187,10 +245,11 @@ export class Transport {
         );
       } catch (err) {
         // the session closed between our check and the request (GOAWAY just arrived)
+        this.give(session);
         reject(new NotTakenUp('session closed', { cause: err }));
         return;
       }
-      this.track(session, stream);
+      stream.once('close', () => this.give(session));
       let answered = false;
       onStart?.(() => stream.close(h2c.NGHTTP2_CANCEL));
       stream.once('error', (err: NodeJS.ErrnoException) => {
@@ -219,18 +278,6 @@ export class Transport {
     });
   }
 
-  /** Holds the event loop open (session ref) only while streams are open. */
-  private track(session: ClientHttp2Session, stream: ClientHttp2Stream): void {
-    const n = this.active.get(session) ?? 0;
-    this.active.set(session, n + 1);
-    if (n === 0) session.ref();
-    stream.once('close', () => {
-      const left = (this.active.get(session) ?? 1) - 1;
-      this.active.set(session, left);
-      if (left === 0 && !session.destroyed) session.unref();
-    });
-  }
-
   // ---- HTTP/1.1 ----
 
   private agent(): HttpsAgent | HttpAgent {
@@ -250,4 +297,9 @@ export class Transport {
       r.end(req.body);
     });
   }
+}
+
+/** The streams `session` may have open at once: the server's limit (unlimited if it set none). */
+function streamLimit(session: ClientHttp2Session): number {
+  return session.remoteSettings.maxConcurrentStreams ?? Number.MAX_SAFE_INTEGER;
 }
