@@ -50,23 +50,25 @@ export class PodWorkers {
   /**
    * Hands the worker of `pod.metadata.uid` new work. ADD and UPDATE replace the pod the worker syncs
    * (ignored once it is terminating); DELETE starts termination with `gracePeriodSeconds`, by default
-   * the pod's terminationGracePeriodSeconds; SYNC asks for one more pass.
+   * the pod's terminationGracePeriodSeconds; SYNC asks for one more pass. The worker keeps the pod object
+   * it is given: the caller hands it over and does not change it afterwards (the merge's updates are
+   * copies made for this), so no copy is made here.
    */
   update(type: WorkType, pod: Pod, gracePeriodSeconds?: number): void {
     const uid = pod.metadata.uid;
     let w = this.workers.get(uid);
     if (!w) {
       if (type === 'DELETE' || type === 'SYNC') return;
-      w = { pod: structuredClone(pod), state: 'syncing', dirty: false };
+      w = { pod, state: 'syncing', dirty: false };
       this.workers.set(uid, w);
     }
     if (type === 'DELETE') {
       const grace = gracePeriodSeconds ?? gracePeriodOf(pod);
       w.deleteGrace = w.deleteGrace === undefined ? grace : Math.min(w.deleteGrace, grace);
     } else if ((type === 'ADD' || type === 'UPDATE') && w.deleteGrace === undefined) {
-      w.pod = structuredClone(pod);
+      w.pod = pod;
     }
-    if (type === 'DELETE' && pod.metadata.deletionTimestamp !== undefined) w.pod = structuredClone(pod);
+    if (type === 'DELETE' && pod.metadata.deletionTimestamp !== undefined) w.pod = pod;
     this.kick(w);
   }
 

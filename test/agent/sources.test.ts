@@ -13,7 +13,7 @@ import {
   staticPodFromManifest,
   staticPodHash,
 } from '../../src/agent/sources/manifest.js';
-import { PodMerge, type PodSet, type PodSnapshot } from '../../src/agent/sources/merge.js';
+import { deepEqual, PodMerge, type PodSet, type PodSnapshot } from '../../src/agent/sources/merge.js';
 import { ApiSource } from '../../src/agent/sources/api.js';
 import { ApiClient, type Json } from '../../src/agent/client/client.js';
 import { createServer, type ServerResponse } from 'node:http';
@@ -153,6 +153,19 @@ void describe('merge of deltas', () => {
     assert.deepEqual(m.pods().map((p) => `${p.metadata.name}/${p.metadata.uid}`).sort(), ['a/1', 'b/4', 'c/3']);
     // a SET after deltas (a relist) compares against what the deltas left
     assert.deepEqual(ops(m.apply({ op: 'SET', source: 'api', pods: [a] })), [['DELETE', ['c/3', 'b/4']]]);
+  });
+});
+
+void describe('deepEqual (the merge\'s change test)', () => {
+  void it('compares JSON values as canonical JSON would', () => {
+    assert.equal(deepEqual({ a: 1, b: [1, { c: 'x' }] }, { b: [1, { c: 'x' }], a: 1 }), true, 'key order does not count');
+    assert.equal(deepEqual({ a: 1, u: undefined }, { a: 1 }), true, 'a key set to undefined is absent');
+    assert.equal(deepEqual({ a: 1 }, { a: 1, b: 2 }), false);
+    assert.equal(deepEqual({ a: [1, 2] }, { a: [2, 1] }), false, 'array order counts');
+    assert.equal(deepEqual({ a: null }, { a: {} }), false);
+    assert.equal(deepEqual(undefined, {}), false, 'absent differs from empty');
+    assert.equal(deepEqual([], {}), false);
+    assert.equal(deepEqual('1', 1), false);
   });
 });
 

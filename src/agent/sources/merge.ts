@@ -20,7 +20,7 @@
 import type { Pod } from '../types.js';
 import { podFullName } from '../types.js';
 import { rfc3339Nano } from '../time.js';
-import { canonicalJSON, CONFIG_SEEN_ANNOTATION, type SourceName } from './manifest.js';
+import { CONFIG_SEEN_ANNOTATION, type SourceName } from './manifest.js';
 
 /** The complete set of pods a source holds now. */
 export interface PodSet {
@@ -67,7 +67,6 @@ const emptyState = (): SourceState => ({ pods: new Map(), incoming: new Map(), n
 
 export class PodMerge {
   private readonly sources = new Map<SourceName, SourceState>();
-  private readonly views = new WeakMap<Pod, string>();
   private readonly now: () => Date;
 
   constructor(private readonly options: MergeOptions = {}) {
@@ -140,7 +139,7 @@ export class PodMerge {
   /**
    * Records `incoming` in `next` (which may be `previous` itself), noting an ADD or UPDATE against `previous`.
    * A new version that differs only where workers do not look (status, resourceVersion: most watch events)
-   * is compared without being copied, against the stored pod's view worked out once.
+   * is compared in place, without a copy or a serialization.
    */
   private take(previous: SourceState, next: SourceState, incoming: Pod, added: Pod[], updated: Pod[]): void {
     const uid = incoming.metadata.uid;
@@ -153,24 +152,14 @@ export class PodMerge {
     }
     const seen = old?.metadata.annotations?.[CONFIG_SEEN_ANNOTATION] ?? rfc3339Nano(this.now());
     const annotations = { ...(incoming.metadata.annotations ?? {}), [CONFIG_SEEN_ANNOTATION]: seen };
-    if (old !== undefined) {
-      const view = workerView(incoming, annotations);
-      if (view === this.viewOf(old)) {
-        next.pods.set(uid, old);
-        return;
-      }
+    if (old !== undefined && sameForWorker(old, incoming, annotations)) {
+      next.pods.set(uid, old);
+      return;
     }
     const pod = structuredClone(incoming);
     pod.metadata.annotations = annotations;
     next.pods.set(uid, pod);
     (old === undefined ? added : updated).push(pod);
-  }
-
-  /** What a pod's worker sees of it, as canonical JSON (cached per stored pod, which never changes). */
-  private viewOf(pod: Pod): string {
-    let v = this.views.get(pod);
-    if (v === undefined) this.views.set(pod, (v = workerView(pod, pod.metadata.annotations)));
-    return v;
   }
 
   /** Every pod currently known, from all sources. */
@@ -190,7 +179,38 @@ function updates(source: SourceName, deleted: Pod[], added: Pod[], updated: Pod[
   return out;
 }
 
-/** The parts of a pod its worker must see change (kubelet's checkAndUpdatePod), as canonical JSON. */
-function workerView(p: Pod, annotations: Record<string, string> | undefined): string {
-  return canonicalJSON({ spec: p.spec, labels: p.metadata.labels, annotations, deletionTimestamp: p.metadata.deletionTimestamp });
+/**
+ * Whether `incoming` (with `annotations`, config.seen stamped) shows the worker of `old` nothing new:
+ * the same spec, labels, annotations and deletionTimestamp (kubelet's checkAndUpdatePod).
+ */
+function sameForWorker(old: Pod, incoming: Pod, annotations: Record<string, string>): boolean {
+  return (
+    old.metadata.deletionTimestamp === incoming.metadata.deletionTimestamp &&
+    deepEqual(old.metadata.labels, incoming.metadata.labels) &&
+    deepEqual(old.metadata.annotations, annotations) &&
+    deepEqual(old.spec, incoming.spec)
+  );
+}
+
+/** Deep equality of JSON values, as canonical JSON compares them: key order and keys set to undefined do not count. */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    if (a.length !== bb.length) return false;
+    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], bb[i])) return false;
+    return true;
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  let n = 0;
+  for (const k in ao) {
+    if (ao[k] === undefined) continue;
+    n++;
+    if (!deepEqual(ao[k], bo[k])) return false;
+  }
+  for (const k in bo) if (bo[k] !== undefined) n--;
+  return n === 0;
 }
