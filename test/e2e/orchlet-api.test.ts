@@ -247,7 +247,10 @@ void describe('orchlet in API-server mode (kubectl)', () => {
     assert.equal(mirror.metadata.labels.app, 'web');
     const containerID = mirror.status.containerStatuses[0].containerID;
 
-    assert.equal((await c.kubectl(['delete', 'pod', mirrorName, '--wait=true'])).code, 0);
+    // Not --wait: the agent deletes the mirror and creates the next one at once (as kubelet does in one
+    // syncPod), and kubectl's wait for deletion, which lists by name after its first check, can then see
+    // only the new mirror and never the old one's DELETED event.
+    assert.equal((await c.kubectl(['delete', 'pod', mirrorName, '--wait=false'])).code, 0);
     const again = await waitPod(mirrorName, 'recreated', (x) => x.metadata.uid !== mirror.metadata.uid && x.status?.phase === 'Running', 30_000);
     assert.equal(again.status.containerStatuses[0].containerID, containerID, 'the static pod kept running');
     assert.equal(again.status.containerStatuses[0].restartCount, 0);
