@@ -1,10 +1,12 @@
 /**
  * openStorage against real etcd processes (Debian's /usr/bin/etcd): TLS with client certificates
- * (--kvstore-cafile/certfile/keyfile), and --kvstore-servers-overrides sending one resource to another etcd.
+ * (--kvstore-cafile/certfile/keyfile), also through an egress dialer, and --kvstore-servers-overrides sending
+ * one resource to another etcd.
  * Skipped when etcd is not installed, except under CI=true where that is a failure.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -88,6 +90,41 @@ describe('etcd storage over TLS', { skip: etcdBin === null ? 'etcd not installed
     assert.ok(got.kv);
     assert.equal(dec(got.kv.value), 'over-tls');
     assert.equal(got.kv.modRevision, created.modRevision);
+  });
+
+  it('reaches etcd only through an egress dialer (--egress-selector-config-file etcd), TLS checking the endpoint name', async () => {
+    assert.ok(etcd);
+    const port = Number(new URL(etcd.endpoint).port);
+    const dialled: string[] = [];
+    const sockets: Socket[] = [];
+    // The egress: every connection to etcd is opened here (etcd listens on 127.0.0.1 whatever the name).
+    const dial = (host: string, p: number): Promise<Socket> =>
+      new Promise((resolve, reject) => {
+        dialled.push(`${host}:${p}`);
+        const s = netConnect(p, '127.0.0.1', () => resolve(s));
+        sockets.push(s);
+        s.once('error', reject);
+      });
+    const storage = await openStorage(
+      config([`https://localhost:${port}`], { caFile: files.caFile, certFile: files.certFile, keyFile: files.keyFile, dial }),
+    );
+    open.push(storage);
+    const kv = storage.kvFor('', 'pods');
+    const watch = kv.watch('/registry/pods/default/egress');
+    await kv.create('/registry/pods/default/egress', enc('through-the-egress'));
+    const got = await kv.get('/registry/pods/default/egress');
+    assert.equal(dec(got.kv!.value), 'through-the-egress');
+    for await (const ev of watch) {
+      assert.equal(ev.type, 'put');
+      assert.equal(dec(ev.kv.value), 'through-the-egress');
+      break;
+    }
+    watch.close();
+    assert.ok(dialled.length > 0);
+    assert.deepEqual([...new Set(dialled)], [`localhost:${port}`]);
+    await storage.close();
+    open.splice(open.indexOf(storage), 1);
+    assert.ok(sockets.every((s) => s.destroyed), 'closing the storage ends the forwarded connections');
   });
 
   it('fails with Unavailable without the client certificate', async () => {
