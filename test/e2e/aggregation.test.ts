@@ -261,6 +261,22 @@ void describe('aggregation layer (APIService, proxy, availability)', () => {
     assert.notEqual(down.code, 0);
     assert.match(down.stderr, /ServiceUnavailable|the server is currently unable to handle the request/);
   });
+  void it('reaches an APIService whose service is default/kubernetes on 443 at the server’s own loopback address', async () => {
+    const created = await c.request('POST', '/apis/apiregistration.k8s.io/v1/apiservices', {
+      body: { apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService', metadata: { name: 'v1.loop.example.com' }, spec: { group: 'loop.example.com', version: 'v1', groupPriorityMinimum: 1000, versionPriority: 15, insecureSkipTLSVerify: true, service: { namespace: 'default', name: 'kubernetes', port: 443 } } },
+    });
+    assert.equal(created.status, 201, created.text);
+    // The discovery check goes to this very server (its front-proxy certificate is not a client CA's here: 403).
+    const port = new URL(c.url).port;
+    const cond = await eventually('the loopback discovery check', async () => {
+      const r = await c.request('GET', '/apis/apiregistration.k8s.io/v1/apiservices/v1.loop.example.com');
+      const a = r.json?.status?.conditions?.find((x: { type: string }) => x.type === 'Available');
+      return a?.reason === 'FailedDiscoveryCheck' ? a : undefined;
+    });
+    assert.equal(cond.message, `failing or missing response from https://127.0.0.1:${port}/apis/loop.example.com/v1: bad status from https://127.0.0.1:${port}/apis/loop.example.com/v1: 403`);
+    await c.request('DELETE', '/apis/apiregistration.k8s.io/v1/apiservices/v1.loop.example.com');
+  });
+
   void it('with --enable-aggregator-routing, reads the Service\'s Endpoints (EndpointsNotFound, MissingEndpoints)', async () => {
     const r = await startCluster(['--enable-aggregator-routing']);
     try {
