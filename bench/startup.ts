@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../test/helpers/ports.js';
 import { launcherNodeArgs } from '../test/helpers/binserver.js';
 
-const BIN = fileURLToPath(new URL('../../bin/orch-apiserver', import.meta.url));
+// BENCH_STARTUP_BIN: another tree's launcher (built), to compare two versions under the same load.
+const BIN = process.env.BENCH_STARTUP_BIN ?? fileURLToPath(new URL('../../bin/orch-apiserver', import.meta.url));
 const TOKEN = 'bench-startup-token';
 
 export interface StartupRow {
@@ -135,7 +136,7 @@ export async function benchStartup(scale: number): Promise<StartupRow[]> {
     await rm(dir, { recursive: true, force: true });
   }
   const nodeArgs = [...launcherNodeArgs(BIN), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)].join(' ');
-  console.log(`startup: node ${process.version} ${nodeArgs}, bin/orch-apiserver, embedded store in a file, 127.0.0.1; load average ${loadAverage}`);
+  console.log(`startup: node ${process.version} ${nodeArgs}, ${process.env.BENCH_STARTUP_BIN ?? 'bin/orch-apiserver'}, embedded store in a file, 127.0.0.1; load average ${loadAverage}`);
   for (const { metric, value, unit } of rows) console.log(`  ${metric.padEnd(58)} ${value.toLocaleString('en').padStart(10)} ${unit}`);
   return rows;
 }
