@@ -1,6 +1,7 @@
 // --egress-selector-config-file, the proxied modes beyond HTTPConnect over TCP (egress-selector.test.ts):
 //  - GRPC: a konnectivity-style proxy server this test runs on a Unix socket (grpc-js with the ProxyService of
-//    src/server/egress/konnectivity.proto, decoded with protobufjs), recording every address it dials;
+//    src/server/egress/konnectivity.proto, decoded with protobufjs), recording every address it dials; also over
+//    TCP with mutual TLS;
 //  - HTTPConnect over a Unix socket: an HTTP CONNECT proxy on a socket in a temporary directory.
 // One cluster sends the cluster type through the konnectivity server (kubectl logs and exec reach a real
 // orchlet only through it, as do an admission webhook and an aggregated API server) and the controlplane type through the Unix-socket
@@ -11,14 +12,15 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import { connect, type AddressInfo, type Socket } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { stringify } from 'yaml';
-import { makeCA, makeServingCert } from '../../src/server/certs.js';
+import { makeCA, makeClientCert, makeServingCert } from '../../src/server/certs.js';
+import { loadEgressSelectorConfig } from '../../src/server/egress.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { startAgent, type TestAgent } from '../helpers/agent.js';
 import { requireBinary } from '../helpers/binaries.js';
@@ -28,6 +30,8 @@ import { waitFor } from '../agent/runtime-contract.js';
 const PROTO = join(dirname(fileURLToPath(import.meta.url)), '../../../src/server/egress/konnectivity.proto');
 
 interface KonnectivityServer {
+  /** The bound TCP port (0 on a Unix socket). */
+  port: number;
   /** host:port of every DIAL_REQ, in order. */
   dials: string[];
   /** Connections whose CLOSE_RSP was sent. */
@@ -35,11 +39,11 @@ interface KonnectivityServer {
   close(): void;
 }
 
-/** A konnectivity proxy server on a Unix socket: dials what DIAL_REQ asks and relays DATA both ways. */
-async function startKonnectivity(socketPath: string): Promise<KonnectivityServer> {
+/** A konnectivity proxy server (a Unix socket path, or a TCP address): dials what DIAL_REQ asks and relays DATA both ways. */
+async function startKonnectivity(address: string, credentials = grpc.ServerCredentials.createInsecure()): Promise<KonnectivityServer> {
   const Packet = protobuf.loadSync(PROTO).lookupType('Packet');
   const encode = (p: object): Buffer => Buffer.from(Packet.encode(Packet.fromObject(p)).finish());
-  const state: KonnectivityServer = { dials: [], closed: 0, close: () => server.forceShutdown() };
+  const state: KonnectivityServer = { port: 0, dials: [], closed: 0, close: () => server.forceShutdown() };
   let nextID = 1;
   const server = new grpc.Server();
   const identity = (b: Buffer): Buffer => b;
@@ -89,7 +93,8 @@ async function startKonnectivity(socketPath: string): Promise<KonnectivityServer
       },
     },
   );
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  const target = address.startsWith('/') ? `unix:${address}` : address;
+  state.port = await new Promise<number>((resolve, reject) => server.bindAsync(target, credentials, (err, port) => (err ? reject(err) : resolve(port))));
   return state;
 }
 
@@ -195,6 +200,43 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
   it('checks the uds transport as kube-apiserver does', async () => {
     const noName = await egressFile('no-uds-name.yaml', [{ name: 'cluster', connection: { proxyProtocol: 'GRPC', transport: { uds: {} } } }]);
     await assert.rejects(startCluster([`--egress-selector-config-file=${noName}`]), /egressSelections\[0\]\.connection\.transport\.uds\.udsName: Invalid value: "nil": UDSName should be present for UDS connections/);
+  });
+
+  it('GRPC over TCP with mutual TLS to the konnectivity server', async () => {
+    const ca = await makeCA('konnectivity-ca');
+    const serving = await makeServingCert(ca.cert, ca.key, 'konnectivity', ['127.0.0.1']);
+    const client = await makeClientCert({ caCert: ca.cert, caKey: ca.key, commonName: 'orch-apiserver' });
+    for (const [name, text] of [['k-ca.crt', ca.cert], ['k-client.crt', client.cert], ['k-client.key', client.key]] as const) await writeFile(join(dir, name), text);
+    const creds = grpc.ServerCredentials.createSsl(Buffer.from(ca.cert), [{ cert_chain: Buffer.from(serving.cert), private_key: Buffer.from(serving.key) }], true);
+    const tlsServer = await startKonnectivity('127.0.0.1:0', creds);
+    const echo = createNetServer((s) => s.pipe(s));
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    try {
+      const path = await egressFile('grpc-tls.yaml', [
+        {
+          name: 'cluster',
+          connection: {
+            proxyProtocol: 'GRPC',
+            transport: { tcp: { url: `https://127.0.0.1:${tlsServer.port}`, tlsConfig: { caBundle: join(dir, 'k-ca.crt'), clientCert: join(dir, 'k-client.crt'), clientKey: join(dir, 'k-client.key') } } },
+          },
+        },
+      ]);
+      const dial = loadEgressSelectorConfig(path).cluster;
+      assert.ok(dial);
+      const echoPort = (echo.address() as AddressInfo).port;
+      const conn = await dial('127.0.0.1', echoPort);
+      const answer = new Promise<string>((resolve) => conn.once('data', (d: Buffer) => resolve(d.toString())));
+      conn.write('ping through the tunnel');
+      assert.equal(await answer, 'ping through the tunnel');
+      conn.end();
+      await new Promise<void>((resolve) => conn.once('close', () => resolve()));
+      assert.deepEqual(tlsServer.dials, [`127.0.0.1:${echoPort}`]);
+      // A dial the server refuses rejects with its error.
+      await assert.rejects(dial('127.0.0.1', 1), /through the konnectivity server https:\/\/127\.0\.0\.1:\d+\/: connect ECONNREFUSED/);
+    } finally {
+      tlsServer.close();
+      await new Promise((resolve) => echo.close(resolve));
+    }
   });
 
   it('cluster over GRPC: kubectl logs and exec reach the agent, and an admission webhook is called, only through the konnectivity server; controlplane over a Unix-socket CONNECT proxy: the token webhook', async (t) => {
