@@ -2,7 +2,8 @@
  * Image credentials (src/agent/credentialprovider): kubelet's keyring matching, the pod's pull secrets,
  * the CredentialProviderConfig file, the exec plugin's answers and cache; and, end to end, bin/orchlet
  * on containerd pulling from a registry on loopback that requires Basic auth, with the login a plugin
- * script answers (an image the plugin does not match fails with ErrImagePull/ImagePullBackOff).
+ * script answers (an image the plugin does not match fails with ErrImagePull/ImagePullBackOff); and through
+ * kubectl, a pod's imagePullSecrets (a docker-registry Secret) pulling from that registry.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +14,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { requireBinary } from '../helpers/binaries.js';
-import { buildImageLayout, leftovers, missingPrograms, PAUSE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { buildImageLayout, leftovers, missingPrograms, PAUSE_IMAGE, startContainerd, unmountUnder, type ContainerdHarness } from '../helpers/containerd.js';
+import { startCluster } from '../helpers/cluster.js';
+import { startAgent } from '../helpers/agent.js';
+import { waitFor } from './runtime-contract.js';
+import { CriRuntime } from '../../src/agent/runtime/cri.js';
 import { startRegistry, type TestRegistry } from '../helpers/registry.js';
 import { freePort } from '../helpers/ports.js';
 import { eventually } from '../helpers/eventually.js';
@@ -351,6 +356,56 @@ providers:
     } finally {
       child.kill('SIGTERM');
       await exited;
+    }
+  });
+  void it('imagePullSecrets (kubectl, API-server mode on containerd): a docker-registry Secret\'s login pulls; without it the pull fails', async (t) => {
+    if (missing.length > 0 || !harness || !registry) return t.skip('needs the containerd harness and registry of the test before');
+    const h = harness;
+    const host = registry.host;
+    const c = await startCluster();
+    const runtime = await CriRuntime.connect({ runtimeEndpoint: h.endpoint, cgroupRoot: h.cgroupRoot, eventPollMs: 200, requestTimeoutMs: 30_000 });
+    const a = await startAgent(c, { nodeName: `credprov-api-${process.pid}`, extra: { runtime, podConfig: { cgroupRoot: h.cgroupRoot } } });
+    const kubectlJSON = async (args: string[]): Promise<Record<string, any> | undefined> => {
+      const r = await c.kubectl([...args, '-o', 'json']);
+      return r.code === 0 ? (JSON.parse(r.stdout) as Record<string, any>) : undefined;
+    };
+    try {
+      const r = await c.kubectl(['create', 'secret', 'docker-registry', 'regcred', `--docker-server=${host}`, '--docker-username=plug', '--docker-password=s3cret']);
+      assert.equal(r.code, 0, r.stderr);
+      const pod = (name: string, repo: string, secrets: boolean) => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'default' },
+        spec: {
+          nodeName: a.nodeName,
+          restartPolicy: 'Never',
+          automountServiceAccountToken: false,
+          ...(secrets ? { imagePullSecrets: [{ name: 'regcred' }] } : {}),
+          containers: [{ name: 'c', image: `${host}/${repo}/busybox:1.35`, command: ['sh', '-c', 'echo pulled-ok'] }],
+        },
+      });
+      for (const p of [pod('with-secret', 'secret', true), pod('without-secret', 'nosecret', false)]) {
+        await waitFor(`pod ${p.metadata.name} admitted`, async () => ((await c.kubectl(['create', '-f', '-'], { input: JSON.stringify(p) })).code === 0 ? true : undefined));
+      }
+      const done = await waitFor('with-secret to succeed', async () => {
+        const x = await kubectlJSON(['get', 'pod', 'with-secret']);
+        return x?.status?.phase === 'Succeeded' || x?.status?.phase === 'Failed' ? x : undefined;
+      }, 60_000);
+      assert.equal(done.status.phase, 'Succeeded', JSON.stringify(done.status));
+      assert.equal((await c.kubectl(['logs', 'with-secret'])).stdout, 'pulled-ok\n');
+      const reason = await waitFor('without-secret to fail its pull', async () => {
+        const w = (await kubectlJSON(['get', 'pod', 'without-secret']))?.status?.containerStatuses?.[0]?.state?.waiting?.reason as string | undefined;
+        return w === 'ErrImagePull' || w === 'ImagePullBackOff' ? w : undefined;
+      }, 60_000);
+      assert.ok(reason);
+      assert.ok(registry.requests.some((q) => q.path.startsWith('/v2/secret/busybox/manifests/') && q.user === 'plug' && q.status === 200));
+      assert.ok(!registry.requests.some((q) => q.path.startsWith('/v2/nosecret/') && q.status === 200));
+      await c.kubectl(['delete', 'pod', '--all', '--grace-period=0', '--force']);
+    } finally {
+      await a.agent.stop();
+      unmountUnder(a.rootDir);
+      await rm(a.rootDir, { recursive: true, force: true });
+      await c.stop();
     }
   });
 });
