@@ -9,12 +9,15 @@ import type { DNSConfig, LinuxContainerResources, LinuxContainerSecurityContext,
 import { qosClass } from './status.js';
 import type { Container, Pod } from './types.js';
 import { seccompProfileOf, type SeccompOptions } from './seccomp.js';
+import { systemdPathOf } from './cgroups/systemd-names.js';
 
 export interface PodConfigOptions {
   /** --cgroup-root: the cgroup all pods go under ('' or '/': the root). */
   cgroupRoot?: string;
   /** --cgroups-per-qos: pods under kubepods[/burstable|/besteffort]/pod<uid>; default true. */
   cgroupsPerQOS?: boolean;
+  /** --cgroup-driver: with systemd the parent is given as the slice's path (/kubepods.slice/kubepods-burstable.slice/...). */
+  cgroupDriver?: string;
   /** --cluster-dns, --cluster-domain, --resolv-conf ('' disables the host's resolver). */
   clusterDNS?: string[];
   clusterDomain?: string;
@@ -30,6 +33,11 @@ export interface PodConfigOptions {
 
 /** kubelet's cgroup parent of a pod: <root>/kubepods[/burstable|/besteffort]/pod<uid>; undefined without --cgroups-per-qos. */
 export function podCgroupParent(pod: Pod, o: PodConfigOptions): string | undefined {
+  const name = cgroupfsParent(pod, o);
+  return name !== undefined && o.cgroupDriver === 'systemd' ? systemdPathOf(name) : name;
+}
+
+function cgroupfsParent(pod: Pod, o: PodConfigOptions): string | undefined {
   if (o.cgroupsPerQOS === false) return o.cgroupRoot ? o.cgroupRoot : undefined;
   const qos = qosClass(pod);
   const parts = [o.cgroupRoot && o.cgroupRoot !== '' ? o.cgroupRoot : '/', 'kubepods'];

@@ -200,6 +200,7 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
     config.podConfig = {
       cgroupRoot: options.cgroupRoot,
       cgroupsPerQOS: options.cgroupsPerQos,
+      cgroupDriver: options.cgroupDriver,
       clusterDNS: options.clusterDns ?? [],
       resolvConf: options.resolvConf,
       cpuCFSQuota: options.cpuCfsQuota,
@@ -297,17 +298,12 @@ function kernelSettings(options: AgentOptions, log: AgentLogger): void {
 
 /**
  * --cgroup-driver=systemd: where systemd is not running (no /run/systemd/system, sd_booted's test) the error of
- * kubelet's cgroup manager; where it runs, orchlet still refuses: the systemd driver creates the pods' slices
- * (kubepods.slice, kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice) as transient units through
- * systemd's D-Bus API, and orchlet has no D-Bus client; writing those directories under systemd's tree behind
- * its back would be undone by systemd.
+ * kubelet's cgroup manager; where it runs, the pods' cgroups are slices made through systemd's D-Bus API
+ * (src/agent/cgroups/systemd.ts).
  */
 function checkCgroupDriver(driver: string, runDir = '/run/systemd/system'): void {
   if (driver !== 'systemd') return;
   if (!existsSync(runDir)) throw new Error("--cgroup-driver=systemd: systemd not running on this host, can't use systemd as a cgroups manager");
-  throw new Error(
-    '--cgroup-driver=systemd: not implemented yet: the systemd driver creates pod slices as transient units over D-Bus, which orchlet cannot do; use --cgroup-driver=cgroupfs (and the cgroupfs driver in the runtime)',
-  );
 }
 
 export async function main(argv: string[]): Promise<void> {

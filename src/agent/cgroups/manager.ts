@@ -17,6 +17,8 @@
 //     sandbox and containers under it (the cgroup parent) and removes it with the sandbox;
 //   - --system-cgroups, --orchlet-cgroups and --runtime-cgroups: processes moved in, checked every
 //     minute (procs.ts).
+// With --cgroup-driver=systemd the same cgroups are slice units made through systemd (systemd.ts);
+// the process cgroups stay cgroupfs paths, as kubelet's are.
 // Only runtimes that isolate containers put pods in cgroups: with the built-in process runtime
 // (pods are host processes) the pods, QoS and pod cgroups are not made; the reserved cgroups and the
 // process cgroups are.
@@ -61,9 +63,38 @@ export interface NodeCgroupsConfig {
   /** A pod cgroup younger than this is never an orphan (it may be about to get its sandbox); default 1 min. */
   orphanMinAgeMs?: number;
   fs?: CgroupFs;
+  /** How the pods' and reserved cgroups are made (--cgroup-driver); default cgroupfs on `fs`. */
+  driver?: CgroupDriver;
   log: (level: 'info' | 'error', message: string) => void;
   /** Node events (NodeAllocatableEnforced, FailedNodeAllocatableEnforcement). */
   event?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+}
+
+/**
+ * A cgroup driver (kubelet's cgroup manager per --cgroup-driver): names are given in cgroupfs form
+ * ("/kubepods/burstable"); `name` is where the driver keeps one in the cgroup filesystem.
+ */
+export interface CgroupDriver {
+  name(cgroup: string): string;
+  exists(cgroup: string): boolean;
+  create(cgroup: string, r?: ResourceConfig): Promise<void>;
+  update(cgroup: string, r: ResourceConfig): Promise<void>;
+  remove(cgroup: string): Promise<void>;
+  /** The cgroup name part of a child directory's entry (the pod cgroups found by housekeeping). */
+  childName(entry: string): string;
+  close?(): void;
+}
+
+/** The cgroupfs driver: names are the paths themselves. */
+export function cgroupfsDriver(fs: CgroupFs): CgroupDriver {
+  return {
+    name: (c) => c,
+    exists: (c) => fs.exists(c),
+    create: (c, r) => fs.create(c, r),
+    update: (c, r) => fs.update(c, r),
+    remove: (c) => fs.remove(c),
+    childName: (e) => e,
+  };
 }
 
 /** kubelet's CgroupName formatting in messages: the path's parts, quoted. */
@@ -77,6 +108,7 @@ function cgroupNameText(name: string): string {
 
 export class NodeCgroups {
   readonly fs: CgroupFs;
+  readonly driver: CgroupDriver;
   private readonly timers: NodeJS.Timeout[] = [];
   private activePods: () => Pod[] = () => [];
   private qosPending: NodeJS.Timeout | undefined;
@@ -85,6 +117,7 @@ export class NodeCgroups {
 
   constructor(private readonly c: NodeCgroupsConfig) {
     this.fs = c.fs ?? new CgroupFs();
+    this.driver = c.driver ?? cgroupfsDriver(this.fs);
   }
 
   /** <cgroup-root>/kubepods: the pods' top-level cgroup. */
@@ -116,7 +149,7 @@ export class NodeCgroups {
       return;
     }
     if (this.hierarchy) {
-      if (!this.fs.exists(this.podsCgroup)) await this.fs.create(this.podsCgroup, this.podsCgroupConfig());
+      if (!this.driver.exists(this.podsCgroup)) await this.driver.create(this.podsCgroup, this.podsCgroupConfig());
       await this.startQoS();
       this.enforcePodsCgroup();
     }
@@ -137,6 +170,7 @@ export class NodeCgroups {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
     clearTimeout(this.qosPending);
+    this.driver.close?.();
   }
 
   private every(pass: () => Promise<void>): void {
@@ -152,7 +186,7 @@ export class NodeCgroups {
     const config = this.podsCgroupConfig();
     const attempt = async (): Promise<boolean> => {
       try {
-        await this.fs.update(this.podsCgroup, config);
+        await this.driver.update(this.podsCgroup, config);
         this.c.event?.('Normal', 'NodeAllocatableEnforced', 'Updated Node Allocatable limit across pods');
         this.c.log('info', `node allocatable enforced on ${this.podsCgroup}: ${describe(config)}`);
         return true;
@@ -180,8 +214,8 @@ export class NodeCgroups {
     if (!listed) return;
     const config = cgroupConfigOf(reserved);
     try {
-      if (!this.fs.exists(name)) throw new Error(`${cgroupNameText(name)} cgroup does not exist`);
-      await this.fs.update(name, config);
+      if (!this.driver.exists(name)) throw new Error(`${cgroupNameText(name)} cgroup does not exist`);
+      await this.driver.update(name, config);
     } catch (err) {
       const message = `Failed to enforce ${who} Reserved Cgroup Limits on ${JSON.stringify(name)}: ${err instanceof Error ? err.message : String(err)}`;
       this.c.event?.('Warning', 'FailedNodeAllocatableEnforcement', message);
@@ -200,8 +234,8 @@ export class NodeCgroups {
     ] as const) {
       const name = join(this.podsCgroup, tier);
       try {
-        if (!this.fs.exists(name)) await this.fs.create(name, r);
-        else await this.fs.update(name, r);
+        if (!this.driver.exists(name)) await this.driver.create(name, r);
+        else await this.driver.update(name, r);
       } catch (err) {
         throw new Error(`failed to create top level ${tier === 'burstable' ? 'Burstable' : 'BestEffort'} QOS cgroup : ${String(err)}`, { cause: err });
       }
@@ -231,21 +265,21 @@ export class NodeCgroups {
         configs.besteffort.memory = limits.besteffort;
       }
       let failed = false;
-      for (const [tier, r] of Object.entries(configs)) await this.fs.update(join(this.podsCgroup, tier), r).catch(() => (failed = true));
+      for (const [tier, r] of Object.entries(configs)) await this.driver.update(join(this.podsCgroup, tier), r).catch(() => (failed = true));
       if (!failed) return;
       for (const [tier, r] of Object.entries(configs)) {
-        const usage = await this.fs.memoryUsage(join(this.podsCgroup, tier));
+        const usage = await this.fs.memoryUsage(this.driver.name(join(this.podsCgroup, tier)));
         if (usage !== undefined && r.memory !== undefined && usage > r.memory) r.memory = usage;
       }
     }
     for (const [tier, r] of Object.entries(configs)) {
-      await this.fs.update(join(this.podsCgroup, tier), r).catch((err: unknown) => this.c.log('error', `Failed to update QoS cgroup configuration: ${String(err)}`));
+      await this.driver.update(join(this.podsCgroup, tier), r).catch((err: unknown) => this.c.log('error', `Failed to update QoS cgroup configuration: ${String(err)}`));
     }
   }
 
-  /** The pods' cgroup when this agent keeps it (a CRI runtime with --cgroups-per-qos), for allocatableMemory.available. */
+  /** The pods' cgroup's path (as the driver keeps it) when this agent keeps it (a CRI runtime with --cgroups-per-qos), for allocatableMemory.available. */
   get allocatableCgroup(): string | undefined {
-    return this.hierarchy ? this.podsCgroup : undefined;
+    return this.hierarchy ? this.driver.name(this.podsCgroup) : undefined;
   }
 
   /**
@@ -284,12 +318,12 @@ export class NodeCgroups {
   async ensurePod(pod: Pod): Promise<void> {
     if (!this.hierarchy) return;
     const name = this.podCgroup(pod);
-    if (name === undefined || this.fs.exists(name)) return;
+    if (name === undefined || this.driver.exists(name)) return;
     await this.updateQoS().catch((err: unknown) => this.c.log('error', `Failed to update QoS cgroups while syncing pod: ${String(err)}`));
     const r = resourceConfigForPod(pod, { cpuCFSQuota: this.c.cpuCFSQuota, cpuPeriodUs: this.c.cpuPeriodUs });
     if (this.c.podPidsLimit > 0) r.pidsLimit = this.c.podPidsLimit;
     try {
-      await this.fs.create(name, r);
+      await this.driver.create(name, r);
     } catch (err) {
       throw new Error(`failed to ensure that the pod: ${pod.metadata.uid} cgroups exist and are correctly applied: failed to create container for ${cgroupNameText(name)} : ${String(err)}`, { cause: err });
     }
@@ -307,17 +341,18 @@ export class NodeCgroups {
     const minAge = this.c.orphanMinAgeMs ?? 60_000;
     for (const tier of ['', 'burstable', 'besteffort']) {
       const parent = join(this.podsCgroup, tier);
-      const dir = this.fs.path('memory', parent);
+      const dir = this.fs.path('memory', this.driver.name(parent));
       if (dir === undefined) continue;
       const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
       for (const e of entries) {
-        const m = /^pod(.+)$/.exec(e.name);
+        const child = this.driver.childName(e.name);
+        const m = /^pod(.+)$/.exec(child);
         if (!e.isDirectory() || !m || known(m[1]!)) continue;
         const age = Date.now() - ((await stat(join(dir, e.name)).catch(() => undefined))?.mtimeMs ?? Date.now());
         if (age < minAge) continue;
-        const name = join(parent, e.name);
+        const name = join(parent, child);
         try {
-          await this.fs.remove(name);
+          await this.driver.remove(name);
           removed.push(name);
         } catch (err) {
           this.c.log('info', `orphaned pod cgroup ${name} not removed yet: ${String(err)}`);

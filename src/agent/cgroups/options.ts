@@ -5,7 +5,10 @@ import { cpus, totalmem } from 'node:os';
 import type { AgentConfig } from '../agent.js';
 import type { AgentOptions } from '../options.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { CgroupFs } from './fs.js';
 import { NodeCgroups } from './manager.js';
+import { SystemdCgroups } from './systemd.js';
+import { SystemdBus } from './systemd-dbus.js';
 import { socketOwners } from './procs.js';
 import { tryParseQuantity } from '../../util/quantity.js';
 import { checkNodeAllocatable, parseQOSReserved } from './resources.js';
@@ -82,7 +85,11 @@ export function nodeCgroupsFromOptions(o: AgentOptions, runtime: Runtime, log: L
   const reserved = reservations(o);
   const invalid = checkNodeAllocatable(capacity, [reserved.system, reserved.kube], evictionMemory(o.evictionHard?.['memory.available'], capacity.memory));
   if (invalid !== undefined) throw new Error(`Failed to start ContainerManager: ${invalid} (--system-reserved, --orch-reserved, --eviction-hard)`);
+  const fs = new CgroupFs();
   out.cgroups = new NodeCgroups({
+    fs,
+    // --cgroup-driver=systemd: slices through systemd's D-Bus API (the command checked that systemd runs)
+    ...(o.cgroupDriver === 'systemd' ? { driver: new SystemdCgroups(fs, new SystemdBus()) } : {}),
     cgroupRoot: o.cgroupRoot,
     cgroupsPerQOS: o.cgroupsPerQos,
     podCgroups: runtime.runsImages === true,
