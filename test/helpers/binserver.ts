@@ -41,7 +41,7 @@ export interface BinRequest {
   /** Default the admin's; null sends none. */
   token?: string | null;
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
 }
 
 export interface BinServer {
@@ -68,6 +68,8 @@ export interface StartBinOptions {
   tokens?: string[];
   /** The store: ':memory:' (default) or a directory. */
   dataDir?: string;
+  /** Keeps the embedded store in `<the server's directory>/data` (as startCluster's fileStore). */
+  fileStore?: boolean;
   /** The directory for the serving pair (default one inside the server's directory). */
   certDir?: string;
   /** The CA of the serving certificate, when it is not the self-signed pair of the cert dir (--tls-cert-file). */
@@ -105,7 +107,7 @@ export async function startBin(args: string[] = [], o: StartBinOptions = {}): Pr
       SERVER_BIN,
       '--bind-address=127.0.0.1',
       `--secure-port=${port}`,
-      `--data-dir=${o.dataDir ?? ':memory:'}`,
+      `--data-dir=${o.fileStore ? join(dir, 'data') : (o.dataDir ?? ':memory:')}`,
       `--cert-dir=${certDir}`,
       `--token-auth-file=${await tokenFile(dir, o.tokens)}`,
       ...args,
@@ -166,7 +168,7 @@ export async function startBin(args: string[] = [], o: StartBinOptions = {}): Pr
 }
 
 /** The binary with what TestCluster offers but the in-process control plane: kubectl, a kubeconfig, the CA. */
-export interface BinCluster extends Omit<TestCluster, 'cp' | 'request'> {
+export interface BinCluster extends Omit<TestCluster, 'cp'> {
   server: BinServer;
   caCert: string;
 }
@@ -183,6 +185,22 @@ export async function startBinCluster(args: string[] = [], o: StartBinOptions = 
     kubeconfig,
     caCert: server.ca,
     kubectl: kubectlWith(kubeconfig, server.dir),
+    async request(method, path, opts = {}) {
+      const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+      let body: string | Buffer | undefined;
+      if (opts.body !== undefined) {
+        body = Buffer.isBuffer(opts.body) || typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+        headers['content-type'] = opts.contentType ?? 'application/json';
+      }
+      const r = await server.request(path, { method, headers, ...(body !== undefined ? { body } : {}) });
+      let json: unknown;
+      try {
+        json = JSON.parse(r.body);
+      } catch {
+        json = undefined;
+      }
+      return { status: r.status, headers: r.headers, text: r.body, json };
+    },
     stop: () => server.stop(),
   };
 }

@@ -2,7 +2,7 @@
  * --lease-reuse-duration-seconds: Events (which expire after --event-ttl through a storage lease) share one
  * storage lease for 5% of the TTL, at most that many seconds, and the lease is granted that much longer than
  * the TTL, as Kubernetes' lease manager does. Counted in both stores: the embedded store's lease table and
- * etcd's lease list.
+ * etcd's lease list. The servers are the real bin/orch-apiserver; the test reads their stores from outside.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { Etcd3 } from 'etcd3';
-import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
 import { startEtcd, type EtcdProcess } from '../helpers/etcd.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { EMBEDDED_DB_FILE } from '../../src/storage/factory.js';
@@ -20,7 +20,7 @@ import { EMBEDDED_DB_FILE } from '../../src/storage/factory.js';
 type LeaseCounter = () => Promise<number[]>;
 
 let n = 0;
-async function createEvents(c: TestCluster, count: number): Promise<void> {
+async function createEvents(c: BinCluster, count: number): Promise<void> {
   for (let i = 0; i < count; i++) {
     const name = `lease-reuse-${n++}`;
     const r = await c.request('POST', '/api/v1/namespaces/default/events', {
@@ -39,7 +39,7 @@ async function createEvents(c: TestCluster, count: number): Promise<void> {
 }
 
 /** Writes events in two bursts more than a second apart; returns the TTLs of the events' leases the store holds. */
-async function twoBursts(c: TestCluster, leases: LeaseCounter): Promise<number[]> {
+async function twoBursts(c: BinCluster, leases: LeaseCounter): Promise<number[]> {
   await createEvents(c, 3);
   await sleep(1200);
   await createEvents(c, 3);
@@ -56,7 +56,7 @@ void describe('--lease-reuse-duration-seconds', () => {
   void it('embedded store: one lease shared for the reuse duration (default 60s), a new one after 1s with 1', async () => {
     // The running server holds the database file exclusively: a copy of the file and its write-ahead log is read.
     let copies = 0;
-    const sqliteLeases = (c: TestCluster): LeaseCounter => async () => {
+    const sqliteLeases = (c: BinCluster): LeaseCounter => async () => {
       const copy = join(c.dir, `copy-${copies++}`);
       mkdirSync(copy);
       for (const suffix of ['', '-wal']) {
@@ -70,11 +70,11 @@ void describe('--lease-reuse-duration-seconds', () => {
         db.close();
       }
     };
-    const byDefault = await startCluster([], { fileStore: true });
+    const byDefault = await startBinCluster([], { fileStore: true });
     stops.push(() => byDefault.stop());
     assert.deepEqual(await twoBursts(byDefault, sqliteLeases(byDefault)), [3660], 'one lease of 3600s + min(60, 5% of 3600)');
 
-    const short = await startCluster(['--lease-reuse-duration-seconds=1'], { fileStore: true });
+    const short = await startBinCluster(['--lease-reuse-duration-seconds=1'], { fileStore: true });
     stops.push(() => short.stop());
     const ttls = await twoBursts(short, sqliteLeases(short));
     assert.ok(ttls.length >= 2, `a new lease after the reuse duration: ${JSON.stringify(ttls)}`);
@@ -88,7 +88,7 @@ void describe('--lease-reuse-duration-seconds', () => {
       stops.push(() => etcd.cleanup());
       const client = new Etcd3({ hosts: etcd.endpoint });
       stops.push(async () => client.close());
-      const c = await startCluster([`--kvstore-servers=${etcd.endpoint}`, ...args]);
+      const c = await startBinCluster([`--kvstore-servers=${etcd.endpoint}`, ...args]);
       stops.push(() => c.stop());
       return twoBursts(c, async () => {
         const { leases } = await client.leaseClient.leaseLeases();
