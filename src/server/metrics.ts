@@ -476,10 +476,21 @@ export class ServerMetrics implements RequestMetricsSink {
       help: 'Admission webhook request total, identified by name and broken out for each admission type (validating or mutating) and operation. Additional labels specify whether the request was rejected or not and an HTTP status code. Codes greater than 600 are truncated to 600, to keep the metrics cardinality bounded.',
       labelNames: ['name', 'type', 'operation', 'code', 'rejected'],
     });
+    const stepSummary = this.summary({
+      name: 'apiserver_admission_step_admission_duration_seconds_summary',
+      help: 'Admission sub-step latency summary in seconds, broken out for each operation and API resource and step type (validate or admit).',
+    });
     const none: DurationSeries = { observe: () => {} };
     const code = (c: number) => String(Math.min(c, 600));
     return {
-      step: (type, operation, rejected) => step?.series({ type, operation, rejected: String(rejected) }, `${type}\0${operation}\0${rejected}`) ?? none,
+      step: (type, operation, rejected) => {
+        const labels = { type, operation, rejected: String(rejected) };
+        const key = `${type}\0${operation}\0${rejected}`;
+        const h = step?.series(labels, key);
+        const sm = stepSummary?.series(labels, key);
+        if (!h || !sm) return h ?? sm ?? none;
+        return { observe: (v) => (h.observe(v), sm.observe(v)) };
+      },
       controller: (name, type, operation, rejected) =>
         controller?.series({ name, type, operation, rejected: String(rejected) }, `${name}\0${type}\0${operation}\0${rejected}`) ?? none,
       webhook: (name, type, operation, rejected, status, seconds) => {
@@ -601,6 +612,46 @@ export class ServerMetrics implements RequestMetricsSink {
           all.set(key, d);
         }
         return d;
+      },
+    };
+  }
+
+  /**
+   * A summary without quantiles (component-base's SummaryOpts without objectives): `_sum` and `_count` per
+   * series, kept by the caller as `fastHistogram` series are. Returns undefined when the metric is disabled.
+   */
+  summary(opts: MetricOptions<string>): { series(labels: Labels, key: string): DurationSeries } | undefined {
+    const help = this.admit(opts);
+    if (!help) return undefined;
+    const name = opts.name;
+    const all = new Map<string, { labels: Labels; sum: number; count: number }>();
+    const c = {
+      name,
+      help,
+      type: 'summary',
+      aggregator: 'sum',
+      get: () => {
+        const values: { value: number; labels: Labels; metricName: string }[] = [];
+        for (const d of all.values()) {
+          const labels = this.allowLabels(name, d.labels);
+          values.push({ metricName: `${name}_sum`, labels, value: d.sum }, { metricName: `${name}_count`, labels, value: d.count });
+        }
+        return Promise.resolve({ name, help, type: 'summary', aggregator: 'sum', values });
+      },
+      reset: () => {},
+    };
+    this.registry.registerMetric(c as unknown as Metric);
+    return {
+      series(labels: Labels, key: string): DurationSeries {
+        let d = all.get(key);
+        if (!d) all.set(key, (d = { labels: sortedLabels(labels), sum: 0, count: 0 }));
+        const entry = d;
+        return {
+          observe: (v) => {
+            entry.sum += v;
+            entry.count++;
+          },
+        };
       },
     };
   }

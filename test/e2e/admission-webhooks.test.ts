@@ -422,6 +422,9 @@ describe('admission webhooks through kubectl', { skip }, () => {
     }
     assert.ok(lines.some((l) => l.startsWith('apiserver_admission_controller_admission_duration_seconds_count{name="ValidatingAdmissionWebhook",operation="CREATE",rejected="true",type="validate"} ')));
     assert.ok(lines.includes('# TYPE apiserver_admission_step_admission_duration_seconds histogram'));
+    // The step's summary has no quantiles in 1.23 (no objectives): its sum and count.
+    assert.ok(lines.includes('# TYPE apiserver_admission_step_admission_duration_seconds_summary summary'));
+    assert.ok(lines.some((l) => l.startsWith('apiserver_admission_step_admission_duration_seconds_summary_count{operation="CREATE",rejected="true",type="validate"} ')));
     assert.ok(lines.some((l) => l.startsWith('apiserver_admission_step_admission_duration_seconds_bucket{operation="CREATE",rejected="true",type="validate",le="0.005"}')));
     await ok(['delete', 'validatingwebhookconfiguration', 'metrics']);
   });
