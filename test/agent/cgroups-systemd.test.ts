@@ -338,6 +338,12 @@ void describe('--cgroup-driver=systemd against a fake systemd on a private bus',
       assert.ok(!fake.units.has(slice));
       for (const c of ['cpu', 'memory', 'pids', 'systemd']) assert.ok(!existsSync(fs!.path(c, systemdPathOf(`${kubepods}/besteffort/podaa-1`))!), c);
       assert.ok(fs!.exists(systemdPathOf(`${kubepods}/podbb-2`)), 'a pod still held keeps its slice');
+      // a slice whose directories went with the sandbox (the CRI runtime removes its cgroup parent's directories) is stopped too
+      await driver.create(`${kubepods}/burstable/podcc-3`, { cpuShares: 10 });
+      await fs!.remove(systemdPathOf(`${kubepods}/burstable/podcc-3`));
+      assert.deepEqual(await m.cleanupOrphans((uid) => uid === 'bb-2'), [`${kubepods}/burstable/podcc-3`]);
+      assert.ok(!fake.units.has(`${root}-orphans-kubepods-burstable-podcc_3.slice`));
+      assert.deepEqual(await m.cleanupOrphans((uid) => uid === 'bb-2'), [], 'stopped once');
       assert.equal(read('memory', systemdPathOf(`${kubepods}/podbb-2`), 'memory.limit_in_bytes'), String(64 * Mi));
     } finally {
       m.stop();

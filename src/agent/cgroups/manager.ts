@@ -82,6 +82,8 @@ export interface CgroupDriver {
   remove(cgroup: string): Promise<void>;
   /** The cgroup name part of a child directory's entry (the pod cgroups found by housekeeping). */
   childName(entry: string): string;
+  /** The children of `parent` this driver made and still holds (cgroup name part -> when made, ms). */
+  made?(parent: string): Map<string, number>;
   close?(): void;
 }
 
@@ -333,7 +335,8 @@ export class NodeCgroups {
    * kubelet's cleanupOrphanedPodCgroups, from housekeeping: the pod cgroups under the QoS hierarchy
    * whose pod `known` does not hold are removed once empty (a cgroup with processes left is tried
    * again next time). A sandbox's removal takes its cgroup along only in the agent that made it, so
-   * pods adopted after a restart, or whose sandbox never started, leave theirs here.
+   * pods adopted after a restart, or whose sandbox never started, leave theirs here. A driver that
+   * keeps cgroups as units (systemd) also names those it made whose directory went with the sandbox.
    */
   async cleanupOrphans(known: (uid: string) => boolean): Promise<string[]> {
     if (!this.hierarchy || this.stopped) return [];
@@ -343,13 +346,15 @@ export class NodeCgroups {
       const parent = join(this.podsCgroup, tier);
       const dir = this.fs.path('memory', this.driver.name(parent));
       if (dir === undefined) continue;
-      const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-      for (const e of entries) {
-        const child = this.driver.childName(e.name);
+      const candidates = new Map<string, number>();
+      for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        if (!e.isDirectory()) continue;
+        candidates.set(this.driver.childName(e.name), (await stat(join(dir, e.name)).catch(() => undefined))?.mtimeMs ?? Date.now());
+      }
+      for (const [child, since] of this.driver.made?.(parent) ?? []) if (!candidates.has(child)) candidates.set(child, since);
+      for (const [child, since] of candidates) {
         const m = /^pod(.+)$/.exec(child);
-        if (!e.isDirectory() || !m || known(m[1]!)) continue;
-        const age = Date.now() - ((await stat(join(dir, e.name)).catch(() => undefined))?.mtimeMs ?? Date.now());
-        if (age < minAge) continue;
+        if (!m || known(m[1]!) || Date.now() - since < minAge) continue;
         const name = join(parent, child);
         try {
           await this.driver.remove(name);

@@ -7,6 +7,7 @@
 //
 // Who calls: NodeCgroups (manager.ts) through the CgroupDriver interface, with names in cgroupfs
 // form; the process cgroups (--orchlet-cgroups, ...) stay plain cgroupfs paths, as in kubelet.
+import { posix } from 'node:path';
 import type { CgroupFs, ResourceConfig } from './fs.js';
 import { sharesToWeight } from './fs.js';
 import type { CgroupDriver } from './manager.js';
@@ -68,6 +69,9 @@ export function sliceProperties(unit: string, parent: string, unified: boolean):
 }
 
 export class SystemdCgroups implements CgroupDriver {
+  /** The slices this driver started and has not stopped, by cgroup name, with when they were made. */
+  private readonly units = new Map<string, number>();
+
   constructor(
     private readonly fs: CgroupFs,
     private readonly bus: SystemdBus,
@@ -92,6 +96,7 @@ export class SystemdCgroups implements CgroupDriver {
     const resources = resourceProperties(r, this.fs.unified, await this.bus.systemdVersion());
     const started = await this.bus.startTransientUnit(unit, [...sliceProperties(unit, parent, this.fs.unified), ...resources]);
     if (!started && resources.length > 0) await this.bus.setUnitProperties(unit, resources);
+    if (!this.units.has(posix.normalize(cgroup))) this.units.set(posix.normalize(cgroup), Date.now());
     await this.fs.create(path, r);
   }
 
@@ -112,6 +117,13 @@ export class SystemdCgroups implements CgroupDriver {
     );
     await this.fs.remove(path);
     if (stopped) throw stopped;
+    this.units.delete(posix.normalize(cgroup));
+  }
+
+  made(parent: string): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [name, since] of this.units) if (posix.dirname(name) === posix.normalize(parent)) out.set(posix.basename(name), since);
+    return out;
   }
 
   childName(entry: string): string {
