@@ -26,6 +26,7 @@ import { agentTransportFrom, kindSettingsFrom } from './kindsettings.js';
 import { loadEgressSelectorConfig } from './egress.js';
 import { EgressMetrics } from './egress/metrics.js';
 import type { Dialer } from '../util/dial.js';
+import type { Tracer } from '../util/tracing.js';
 import { createLogger, type LogFormat, type Logger } from '../util/log.js';
 import { instrumentStorage, registerStorageMetrics } from './storage-metrics.js';
 import { traceStorage } from '../storage/tracing.js';
@@ -262,13 +263,15 @@ export async function createControlPlane(
     const url = new URL(server.url);
     return { host: url.hostname.replace(/^\[|\]$/g, ''), port: server.port };
   };
+  // Admission webhook calls go through the cluster egress, as client spans when tracing.
+  const outbound = { ...(egress?.cluster ? { cluster: egress.cluster } : {}), ...(server.tracer ? { tracer: server.tracer } : {}) };
   const registry: Registry = new Registry({
     storage: server.tracer ? traceStorage(instrumentStorage(storage, server.metrics, BUILTIN_KINDS), server.tracer) : instrumentStorage(storage, server.metrics, BUILTIN_KINDS),
     kinds: BUILTIN_KINDS,
     featureGates: options.featureGates,
     admission: chainAdmission(
       [
-        ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig, egress?.cluster, server.metrics.admission, loopback),
+        ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig, outbound, server.metrics.admission, loopback),
         rbacEscalationAdmission({ resolver: () => resolver, authorizer: () => authz }),
       ],
       { metrics: server.metrics.admission },
@@ -471,8 +474,8 @@ function admissionPlugins(
   namespaces: () => ReturnType<Registry['store']>,
   registry: () => Registry,
   pluginConfig: PluginConfigReader,
-  /** The cluster egress: admission webhook calls go through it. */
-  cluster?: Dialer,
+  /** Webhook calls: the cluster egress they go through, and the tracer of their client spans. */
+  outbound: { cluster?: Dialer; tracer?: Tracer } = {},
   /** The admission webhook metrics. */
   metrics?: AdmissionMetricsSink,
   /** The server's loopback address, for webhooks naming the `kubernetes` Service. */
@@ -480,6 +483,7 @@ function admissionPlugins(
 ): Admission[] {
   const on = new Set(options.admissionPlugins);
   const plugins: Admission[] = [];
+  const { cluster, tracer } = outbound;
   // Each plugin carries its name (the admission controller metrics' name label).
   const add = (name: string, plugin: Admission) => {
     plugin.name = name;
@@ -564,6 +568,7 @@ function admissionPlugins(
       settings: () => registry().settings,
         ...(auth ? { auth } : {}),
         ...(cluster ? { dial: cluster } : {}),
+        ...(tracer ? { tracer } : {}),
         ...(metrics ? { metrics } : {}),
         ...(loopback ? { loopback } : {}),
         ...(options.enableAggregatorRouting ? { endpoints: () => registry().store('', 'v1', 'endpoints') } : {}),

@@ -126,6 +126,8 @@ describe('--tracing-config-file (APIServerTracing)', () => {
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let hook: Server;
   let ext: HttpsServer;
+  let extCA = '';
+  const admissionTraceparents: (string | undefined)[] = [];
   const extTraceparents = new Map<string, string | undefined>();
   const hookTraceparents: (string | undefined)[] = [];
   let webhookConfig: string;
@@ -155,8 +157,21 @@ describe('--tracing-config-file (APIServerTracing)', () => {
     // An extension API server for group wardle.example.com/v1alpha1.
     const ca = await makeCA('wardle-ca');
     const serving = await makeServingCert(ca.cert, ca.key, 'ext-api.default.svc', ['ext-api.default.svc']);
+    extCA = ca.cert;
     ext = createHttpsServer({ cert: serving.cert, key: serving.key }, (req, res) => {
       extTraceparents.set(req.url ?? '', req.headers['traceparent'] as string | undefined);
+      if (req.url?.startsWith('/validate')) {
+        // Also a validating admission webhook.
+        admissionTraceparents.push(req.headers['traceparent'] as string | undefined);
+        let body = '';
+        req.on('data', (d: Buffer) => (body += d.toString()));
+        req.on('end', () => {
+          const uid = (JSON.parse(body) as { request: { uid: string } }).request.uid;
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid, allowed: true } }));
+        });
+        return;
+      }
       res.setHeader('content-type', 'application/json');
       if (req.url === '/apis/wardle.example.com/v1alpha1') {
         const resources = [{ name: 'flunders', singularName: 'flunder', namespaced: true, kind: 'Flunder', verbs: ['get', 'list'] }];
@@ -312,6 +327,50 @@ describe('--tracing-config-file (APIServerTracing)', () => {
     assert.equal(client.kind, 3); // CLIENT
     assert.equal(client.attributes['http.status_code'], 200);
     assert.equal(client.attributes['http.url'], `https://127.0.0.1:${port}${path}`);
+  });
+
+  it('calls an admission webhook in a client span of the request span', async () => {
+    assert.ok(c);
+    const port = (ext.address() as AddressInfo).port;
+    const hook = await c.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+      body: {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingWebhookConfiguration',
+        metadata: { name: 'traced' },
+        webhooks: [
+          {
+            name: 'cm.example.com',
+            // Served by the extension server's certificate, named ext-api.default.svc: the URL's host must match.
+            clientConfig: { service: { namespace: 'default', name: 'ext-api', port, path: '/validate' }, caBundle: Buffer.from(extCA).toString('base64') },
+            rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+            sideEffects: 'None',
+            admissionReviewVersions: ['v1'],
+          },
+        ],
+      },
+    });
+    assert.equal(hook.status, 201, hook.text);
+    let n = 0;
+    for (; n < 100 && admissionTraceparents.length === 0; n++) {
+      const r = await c.kubectl(['create', 'configmap', `traced-${n}`]);
+      assert.equal(r.code, 0, r.stderr);
+      if (admissionTraceparents.length === 0) await sleep(100); // until the configuration reaches the plugin
+    }
+    const tp = admissionTraceparents.at(-1) ?? '';
+    assert.match(tp, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    const [, traceId, parentId] = tp.split('-');
+    const client = await waitFor('the webhook client span', () => receiver.spans.find((s) => s.spanId === parentId));
+    assert.equal(client.name, 'HTTP POST');
+    assert.equal(client.kind, 3); // CLIENT
+    assert.equal(client.traceId, traceId);
+    assert.equal(client.attributes['http.status_code'], 200);
+    assert.match(String(client.attributes['http.url']), /\/validate\?timeout=10s$/);
+    const request = await waitFor('the create span', () => receiver.spans.find((s) => s.spanId === client.parentSpanId));
+    assert.equal(request.name, 'KubernetesAPI');
+    assert.equal(request.attributes['http.method'], 'POST');
+    assert.match(String(request.attributes['http.target']), /^\/api\/v1\/namespaces\/default\/configmaps/);
+    const deleted = await c.request('DELETE', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/traced');
+    assert.equal(deleted.status, 200, deleted.text);
   });
 
   it('samplingRatePerMillion 0 exports nothing of its own, yet follows sampled parents and still propagates', async () => {

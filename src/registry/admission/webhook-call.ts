@@ -12,7 +12,8 @@ import { isIP } from 'node:net';
 import { checkServerIdentity } from 'node:tls';
 import type { KObject } from '../kind.js';
 import { resolveServiceReference, type ServiceResolverDeps } from '../service-resolver.js';
-import { outgoingTraceparent } from '../../util/tracecontext.js';
+import { outgoingTraceparent, runInSpanContext } from '../../util/tracecontext.js';
+import { childSpan, errorStatus, SpanKind, type Tracer } from '../../util/tracing.js';
 import { viaDialer, type Dialer } from '../../util/dial.js';
 
 export const ADMISSION_REVIEW_VERSIONS = ['v1', 'v1beta1'];
@@ -133,6 +134,28 @@ function traceHeaders(): Record<string, string> {
   return tp ? { traceparent: tp } : {};
 }
 
+/**
+ * The call in an otelhttp client span 'HTTP POST' (1.23 wraps the webhook client's transport under
+ * APIServerTracing), run as the current span so that the traceparent sent names it.
+ */
+async function traced(tracer: Tracer, url: URL, send: () => Promise<{ status: number; body: string }>): Promise<{ status: number; body: string }> {
+  const span = childSpan(tracer, 'HTTP POST', {
+    kind: SpanKind.CLIENT,
+    scope: 'go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp',
+    attributes: { 'http.method': 'POST', 'http.url': url.toString(), 'http.flavor': '1.1' },
+  });
+  if (!span) return send();
+  try {
+    const answer = await runInSpanContext(span.context, send);
+    span.setAttributes({ 'http.status_code': answer.status });
+    span.end(answer.status >= 400 ? { error: '' } : undefined);
+    return answer;
+  } catch (err) {
+    span.end(errorStatus(err));
+    throw err;
+  }
+}
+
 /** POSTs the body; resolves with the status and body, rejects with Go-worded transport errors. */
 function post(target: Target, ca: string | undefined, auth: WebhookAuth | undefined, body: string, timeoutMs: number, dial?: Dialer): Promise<{ status: number; body: string }> {
   const shown = `Post "${target.url.toString()}"`;
@@ -198,6 +221,8 @@ export async function callWebhook(opts: {
   auth?: WebhookAuthResolver;
   /** The cluster egress (--egress-selector-config-file): opens the connection to the webhook. */
   dial?: Dialer;
+  /** --tracing-config-file: the call is a client span of the request's span, and its traceparent is sent. */
+  tracer?: Tracer;
   /** A mutating webhook (may answer a patch); a validating one may not. */
   mutating: boolean;
 }): Promise<ReviewResponse> {
@@ -226,7 +251,8 @@ export async function callWebhook(opts: {
   const ca = cc.caBundle ? Buffer.from(cc.caBundle, 'base64').toString('utf8') : undefined;
   let answer: { status: number; body: string };
   try {
-    answer = await post(target, ca, opts.auth?.(target.authName), JSON.stringify(review), opts.timeoutSeconds * 1000, opts.dial);
+    const send = () => post(target, ca, opts.auth?.(target.authName), JSON.stringify(review), opts.timeoutSeconds * 1000, opts.dial);
+    answer = opts.tracer ? await traced(opts.tracer, target.url, send) : await send();
   } catch (err) {
     throw new CallError(name, `failed to call webhook: ${(err as Error).message}`);
   }

@@ -24,6 +24,7 @@ import { labelSelectorAsSelector, type LabelSelector } from '../../util/labels.j
 import { applyJsonPatch } from '../patch.js';
 import { ADMISSION_REGISTRATION_GROUP } from '../kinds/admissionregistration/index.js';
 import type { Dialer } from '../../util/dial.js';
+import type { Tracer } from '../../util/tracing.js';
 import type { AdmissionMetricsSink } from './metrics.js';
 import type { ServiceAddress, ServiceResolverDeps } from '../service-resolver.js';
 import { CallError, callWebhook, type ClientConfig, type GVK, type GVR, type ReviewRequest, type ReviewResponse, type WebhookAuthResolver } from './webhook-call.js';
@@ -79,6 +80,8 @@ export interface WebhookAdmissionDeps {
   auth?: WebhookAuthResolver;
   /** The cluster egress (--egress-selector-config-file) the webhook calls go through. */
   dial?: Dialer;
+  /** --tracing-config-file: each call is a client span of the request's span. */
+  tracer?: Tracer;
   /** The admission webhook metrics (duration, requests, rejections); absent: not measured. */
   metrics?: AdmissionMetricsSink;
   log?: (message: string) => void;
@@ -355,6 +358,7 @@ class WebhookDispatcher {
       mutating: this.mutating,
       ...(this.deps.auth ? { auth: this.deps.auth } : {}),
       ...(this.deps.dial ? { dial: this.deps.dial } : {}),
+      ...(this.deps.tracer ? { tracer: this.deps.tracer } : {}),
     });
     for (const [k, v] of Object.entries(response.auditAnnotations ?? {})) {
       if (typeof v === 'string') a.annotate(`${hook.name}/${k}`, v);
