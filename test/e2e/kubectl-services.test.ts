@@ -5,12 +5,13 @@
  * wide), cluster IP and node port allocation (explicit duplicates refused with Kubernetes' messages,
  * released on delete and on type changes, dry runs take nothing, 50 concurrent creates get distinct
  * addresses), dual-stack ranges, --orchestrator-service-node-port, --master-service-namespace and the
- * master-count reconciler.
+ * master-count reconciler. The servers are the real bin/orch-apiserver (the options as a user gives them).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { requireBinary } from '../helpers/binaries.js';
-import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
+import { kubectlPath } from '../helpers/cluster.js';
+import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
 import { eventually } from '../helpers/eventually.js';
 
 const present = requireBinary(undefined, 'kubectl') !== null;
@@ -22,7 +23,7 @@ const inRange = (ip: string, prefix: string) => ip.startsWith(prefix) && Number(
 
 
 describe('kubectl: services and endpoints', () => {
-  let c: TestCluster;
+  let c: BinCluster;
   const k = (args: string[], opts: { input?: string; version?: string | undefined } = {}) =>
     c.kubectl(args, { ...(opts.input !== undefined ? { input: opts.input } : {}), ...(opts.version ? { version: opts.version } : {}) });
   const ok = async (args: string[], opts: { input?: string; version?: string | undefined } = {}) => {
@@ -39,14 +40,14 @@ describe('kubectl: services and endpoints', () => {
 
   before(async () => {
     if (present) {
-      c = await startCluster(['--advertise-address=192.0.2.10', '--service-cluster-ip-range=10.96.0.0/24', '--service-node-port-range=30000-30100']);
+      c = await startBinCluster(['--advertise-address=192.0.2.10', '--service-cluster-ip-range=10.96.0.0/24', '--service-node-port-range=30000-30100']);
       await ok(['create', 'namespace', 'svc']);
     }
   });
   after(async () => c?.stop());
 
   it('the kubernetes Service and its Endpoints', { skip }, async () => {
-    const port = c.cp.server.port;
+    const port = c.server.port;
     for (const version of VERSIONS) {
       assert.match(
         await ok(['get', 'svc', 'kubernetes'], { version }),
@@ -230,10 +231,10 @@ describe('kubectl: services and endpoints', () => {
 });
 
 describe('services: dual-stack range, node-port kubernetes Service, master-count', () => {
-  let c: TestCluster;
+  let c: BinCluster;
   before(async () => {
     if (present) {
-      c = await startCluster([
+      c = await startBinCluster([
         '--advertise-address=192.0.2.11',
         '--service-cluster-ip-range=10.97.0.0/24,fd00:97::/112',
         '--orchestrator-service-node-port=30443',
@@ -253,7 +254,7 @@ describe('services: dual-stack range, node-port kubernetes Service, master-count
     assert.equal(svc.code, 0, svc.stderr);
     assert.match(svc.stdout, /\nkubernetes\s+NodePort\s+10\.97\.0\.1\s+<none>\s+443:30443\/TCP\s+\S+\n$/);
     const ep = await c.kubectl(['get', 'ep', 'kubernetes', '-n', 'control']);
-    assert.match(ep.stdout, new RegExp(`\\nkubernetes\\s+192\\.0\\.2\\.11:${c.cp.server.port}\\s+`));
+    assert.match(ep.stdout, new RegExp(`\\nkubernetes\\s+192\\.0\\.2\\.11:${c.server.port}\\s+`));
     assert.equal((await c.request('GET', '/api/v1/namespaces/default/services/kubernetes')).status, 404);
     // The node port is taken: nobody else gets it.
     const r = await create('np', { type: 'NodePort', ports: [{ port: 80, nodePort: 30443 }] });
