@@ -149,6 +149,13 @@ export class PodSyncer implements PodLifecycle {
   private readonly tmpfsWarned = new Set<string>();
   /** Unmounting what an earlier agent left under --root-dir; pods wait for it before their first pass. */
   private readonly orphanSweep: Promise<void>;
+  /**
+   * The runtime's ready sandboxes as listed for the first pod this agent had no record of: a sandbox
+   * this agent did not make can only be from before it started, so one listing serves every pod
+   * (not one listing per new pod, which a burst of new pods pays for on the runtime). Listed again
+   * after a failure.
+   */
+  private adoptable: Promise<rt.PodSandbox[]> | undefined;
 
   constructor(private readonly o: PodSyncerOptions) {
     this.backoff = new Backoff(o.backoff ?? KUBELET_BACKOFF);
@@ -355,7 +362,14 @@ export class PodSyncer implements PodLifecycle {
    */
   private async adopt(pod: Pod, st: PodState): Promise<void> {
     const uid = pod.metadata.uid;
-    const sandboxes = (await this.o.runtime.listPodSandbox({ state: 'SANDBOX_READY' }).catch(() => []))
+    this.adoptable ??= this.o.runtime.listPodSandbox({ state: 'SANDBOX_READY' });
+    const listed = this.adoptable;
+    const sandboxes = (
+      await listed.catch((): rt.PodSandbox[] => {
+        if (this.adoptable === listed) this.adoptable = undefined;
+        return [];
+      })
+    )
       .filter((s) => s.labels[LABEL_POD_UID] === uid)
       .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
     const found = sandboxes[0];

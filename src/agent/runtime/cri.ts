@@ -85,10 +85,10 @@ async function criCall<T>(call: Promise<T>): Promise<T> {
   }
 }
 
-/** A CRI timestamp (nanoseconds since the epoch, as a decimal string) as a Date; 0 as undefined. */
+/** A CRI timestamp (nanoseconds since the epoch, as a number or a decimal string) as a Date; 0 as undefined. */
 export function dateOfNanos(ns: string | number | undefined): Date | undefined {
   if (ns === undefined || ns === '' || ns === '0' || ns === 0) return undefined;
-  return new Date(Number(BigInt(ns) / 1_000_000n));
+  return new Date(typeof ns === 'number' ? Math.floor(ns / 1_000_000) : Number(BigInt(ns) / 1_000_000n));
 }
 
 const copy = (m: Record<string, string> | undefined): Record<string, string> => ({ ...(m ?? {}) });
@@ -113,6 +113,12 @@ export class CriRuntime implements Runtime {
   private readonly listeners = new Set<(e: ContainerEvent) => void>();
   /** The last state reported per container id (events are emitted on changes). */
   private readonly reported = new Map<string, ContainerState>();
+  /**
+   * The verbose status a new sandbox's hairpin setup just read, kept for the sandbox status the pod's
+   * sync asks for next (its IP), so one new sandbox costs one PodSandboxStatus, not two; used once, and
+   * only within a second of being read.
+   */
+  private readonly freshStatus = new Map<string, { at: number; status: cri.PodSandboxStatus }>();
   private pollTimer: NodeJS.Timeout | undefined;
   private polling = false;
   private closed = false;
@@ -195,13 +201,21 @@ export class CriRuntime implements Runtime {
     if (criConfig.linux?.cgroupParent) this.cgroupParents.set(id, criConfig.linux.cgroupParent);
     const hp = this.options.hairpin;
     if (hp?.mode === 'hairpin-veth' && !config.linux?.hostNetwork) {
-      const r = await hairpinSandbox(this.client, id, hp.sysfs);
+      const keep = {
+        podSandboxStatus: async (sid: string, verbose: boolean): Promise<cri.PodSandboxStatusResponse> => {
+          const r = await this.client.podSandboxStatus(sid, verbose);
+          if (r.status) this.freshStatus.set(sid, { at: Date.now(), status: r.status });
+          return r;
+        },
+      };
+      const r = await hairpinSandbox(keep, id, hp.sysfs);
       for (const e of r.errors) hp.log?.(`hairpin mode of pod sandbox ${id}: ${e}`);
     }
     return id;
   }
 
   async stopPodSandbox(id: string, gracePeriodSeconds = 0): Promise<void> {
+    this.freshStatus.delete(id);
     const containers = await criCall(this.client.listContainers({ podSandboxId: id }));
     await Promise.all(
       containers
@@ -218,6 +232,7 @@ export class CriRuntime implements Runtime {
   }
 
   async removePodSandbox(id: string): Promise<void> {
+    this.freshStatus.delete(id);
     let containers: cri.Container[];
     let ready: boolean;
     try {
@@ -253,8 +268,9 @@ export class CriRuntime implements Runtime {
   }
 
   async podSandboxStatus(id: string): Promise<PodSandbox> {
-    const r = await criCall(this.client.podSandboxStatus(id));
-    const s = r.status;
+    const fresh = this.freshStatus.get(id);
+    this.freshStatus.delete(id);
+    const s = fresh !== undefined && Date.now() - fresh.at < 1000 ? fresh.status : (await criCall(this.client.podSandboxStatus(id))).status;
     if (!s) throw new RuntimeError('NotFound', `pod sandbox ${id} not found`);
     const out = this.sandboxOfCri(s);
     if (s.network && s.network.ip !== '') out.network = { ip: s.network.ip, additionalIps: (s.network.additionalIps ?? []).map((a) => a.ip) };
@@ -349,10 +365,11 @@ export class CriRuntime implements Runtime {
     await this.report(id, 'CONTAINER_RUNNING');
   }
 
+  /** StopContainer answers once the container has exited (or was not running): its stop is reported at once. */
   async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
     await criCall(this.client.stopContainer(id, timeoutSeconds));
-    const s = await this.client.containerStatus(id).catch(() => undefined);
-    if (s?.status?.state === 'CONTAINER_EXITED') await this.report(id, 'CONTAINER_EXITED');
+    const before = this.reported.get(id);
+    if (before === 'CONTAINER_RUNNING' || before === 'CONTAINER_UNKNOWN') await this.report(id, 'CONTAINER_EXITED');
   }
 
   async removeContainer(id: string): Promise<void> {

@@ -1,6 +1,6 @@
 // The CRI messages of api.proto as the client exchanges them: field names in lowerCamelCase (as
-// @grpc/proto-loader converts them), enums as their names, 64-bit integers as decimal strings on
-// the way in (numbers or strings on the way out), bytes as Buffers. Only the fields orchlet reads
+// @grpc/proto-loader converts them), enums as their names, 64-bit integers as numbers in answers
+// (numbers or decimal strings in requests), bytes as Buffers. Only the fields orchlet reads
 // or writes are declared; requests may leave any field out (proto3 zero value).
 
 export type Int64 = string | number;
@@ -121,7 +121,7 @@ export interface PodSandboxStatus {
   id: string;
   metadata?: PodSandboxMetadata;
   state: PodSandboxState;
-  createdAt: string;
+  createdAt: number;
   network?: { ip: string; additionalIps: { ip: string }[] };
   linux?: { namespaces?: { options?: NamespaceOption } };
   labels: Record<string, string>;
@@ -144,7 +144,7 @@ export interface PodSandbox {
   id: string;
   metadata?: PodSandboxMetadata;
   state: PodSandboxState;
-  createdAt: string;
+  createdAt: number;
   labels: Record<string, string>;
   annotations: Record<string, string>;
   runtimeHandler: string;
@@ -212,7 +212,7 @@ export interface Container {
   image?: ImageSpec;
   imageRef: string;
   state: ContainerState;
-  createdAt: string;
+  createdAt: number;
   labels: Record<string, string>;
   annotations: Record<string, string>;
 }
@@ -221,9 +221,9 @@ export interface ContainerStatus {
   id: string;
   metadata?: ContainerMetadata;
   state: ContainerState;
-  createdAt: string;
-  startedAt: string;
-  finishedAt: string;
+  createdAt: number;
+  startedAt: number;
+  finishedAt: number;
   exitCode: number;
   image?: ImageSpec;
   imageRef: string;
@@ -250,8 +250,8 @@ export interface Image {
   id: string;
   repoTags: string[];
   repoDigests: string[];
-  size: string;
-  uid?: { value: string };
+  size: number;
+  uid?: { value: number };
   username: string;
   spec?: ImageSpec;
   pinned: boolean;
@@ -267,8 +267,8 @@ export interface AuthConfig {
 }
 
 export interface FilesystemUsage {
-  timestamp: string;
+  timestamp: number;
   fsId?: { mountpoint: string };
-  usedBytes?: { value: string };
-  inodesUsed?: { value: string };
+  usedBytes?: { value: number };
+  inodesUsed?: { value: number };
 }
