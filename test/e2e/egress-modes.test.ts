@@ -4,9 +4,9 @@
 //    TCP with mutual TLS;
 //  - HTTPConnect over a Unix socket: an HTTP CONNECT proxy on a socket in a temporary directory.
 // One cluster sends the cluster type through the konnectivity server (kubectl logs and exec reach a real
-// orchlet only through it, as do an admission webhook and an aggregated API server) and the controlplane type through the Unix-socket
-// CONNECT proxy (a token webhook); another keeps its state in a real etcd reached only through the
-// konnectivity server (the etcd type).
+// orchlet only through it, as do an admission webhook and an aggregated API server) and the controlplane type
+// through the Unix-socket CONNECT proxy (the token and audit webhooks); another keeps its state in a real etcd
+// reached only through the konnectivity server (the etcd type).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -129,6 +129,8 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
   let konnectivity: KonnectivityServer;
   let connectProxy: Awaited<ReturnType<typeof startConnectProxy>>;
   let tokenHook: HttpServer;
+  let auditHook: HttpServer;
+  let audited = 0;
   let admissionHook: HttpsServer;
   let admissionCA = '';
   const admitted: string[] = [];
@@ -154,6 +156,14 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
       });
     });
     await new Promise<void>((resolve) => tokenHook.listen(0, '127.0.0.1', resolve));
+    auditHook = createHttpServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        audited++;
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => auditHook.listen(0, '127.0.0.1', resolve));
     const ca = await makeCA('admission-hook-ca');
     admissionCA = ca.cert;
     const serving = await makeServingCert(ca.cert, ca.key, '127.0.0.1', ['127.0.0.1']);
@@ -192,6 +202,8 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
     await new Promise((resolve) => connectProxy.server.close(resolve));
     tokenHook.closeAllConnections();
     await new Promise((resolve) => tokenHook.close(resolve));
+    auditHook.closeAllConnections();
+    await new Promise((resolve) => auditHook.close(resolve));
     admissionHook.closeAllConnections();
     await new Promise((resolve) => admissionHook.close(resolve));
     await rm(dir, { recursive: true, force: true });
@@ -239,7 +251,7 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
     }
   });
 
-  it('cluster over GRPC: kubectl logs and exec reach the agent, and an admission webhook is called, only through the konnectivity server; controlplane over a Unix-socket CONNECT proxy: the token webhook', async (t) => {
+  it('cluster over GRPC: kubectl logs and exec reach the agent, and an admission webhook is called, only through the konnectivity server; controlplane over a Unix-socket CONNECT proxy: the token and audit webhooks', async (t) => {
     if (!requireBinary(t, 'kubectl')) return;
     const webhookConfig = join(dir, 'token-webhook.kubeconfig');
     const hookAddress = `127.0.0.1:${(tokenHook.address() as AddressInfo).port}`;
@@ -254,11 +266,32 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
         'current-context': 'hook',
       }),
     );
+    const auditAddress = `127.0.0.1:${(auditHook.address() as AddressInfo).port}`;
+    const auditConfig = join(dir, 'audit-webhook.kubeconfig');
+    await writeFile(
+      auditConfig,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'audit', cluster: { server: `http://${auditAddress}/events` } }],
+        users: [{ name: 'apiserver', user: {} }],
+        contexts: [{ name: 'audit', context: { cluster: 'audit', user: 'apiserver' } }],
+        'current-context': 'audit',
+      }),
+    );
+    const auditPolicy = join(dir, 'audit-policy.yaml');
+    await writeFile(auditPolicy, stringify({ apiVersion: 'audit.k8s.io/v1', kind: 'Policy', rules: [{ level: 'Metadata', resources: [{ group: '', resources: ['namespaces'] }] }, { level: 'None' }] }));
     const path = await egressFile('modes.yaml', [
       { name: 'cluster', connection: { proxyProtocol: 'GRPC', transport: { uds: { udsName: join(dir, 'konnectivity.sock') } } } },
       { name: 'controlplane', connection: { proxyProtocol: 'HTTPConnect', transport: { uds: { udsName: join(dir, 'connect.sock') } } } },
     ]);
-    c = await startCluster([`--egress-selector-config-file=${path}`, `--authentication-token-webhook-config-file=${webhookConfig}`]);
+    c = await startCluster([
+      `--egress-selector-config-file=${path}`,
+      `--authentication-token-webhook-config-file=${webhookConfig}`,
+      `--audit-policy-file=${auditPolicy}`,
+      `--audit-webhook-config-file=${auditConfig}`,
+      '--audit-webhook-mode=blocking',
+    ]);
     a = await startAgent(c);
     const agentAddress = `127.0.0.1:${a.agent.servers?.port ?? 0}`;
 
@@ -387,6 +420,9 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
     assert.equal(r.status, 200, r.text);
     assert.ok(connectProxy.connects.includes(hookAddress), connectProxy.connects.join(', '));
     assert.ok(!connectProxy.connects.includes(agentAddress), 'the controlplane proxy never carries agent calls');
+    // The audit webhook (blocking mode: sent while serving), through the controlplane proxy.
+    assert.ok(audited > 0, 'audit events were sent');
+    assert.ok(connectProxy.connects.includes(auditAddress), connectProxy.connects.join(', '));
     const after = (await c.request('GET', '/metrics')).text;
     assert.match(after, /^apiserver_egress_dialer_dial_duration_seconds_count\{protocol="http_connect",transport="uds"\} [1-9]/m);
     await a.stop();
