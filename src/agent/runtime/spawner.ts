@@ -7,7 +7,9 @@
 // a ChildProcess the runtime uses: pid, stdout and stderr as Readables, 'exit' and 'close'.
 // Signals need no relay: the caller sends them to the process group by pid (signalGroup).
 //
-// The worker is started on first use and does not keep the agent alive (unref); close() ends it.
+// The worker is started with the spawner (a worker thread takes hundreds of milliseconds to load on a
+// busy host, which on first use delayed the first container of a burst of new pods by as much), and
+// again on the next use after it ended; it does not keep the agent alive (unref); close() ends it.
 // Each runtime owns its spawner (no process-wide state).
 import { EventEmitter } from 'node:events';
 import { Readable } from 'node:stream';
@@ -61,6 +63,10 @@ export class Spawner {
   private worker: Worker | undefined;
   private nextId = 1;
   private readonly entries = new Map<number, Pending>();
+
+  constructor() {
+    this.ensureWorker();
+  }
 
   /** Starts the process; resolves once it runs, rejects with spawn's error (ENOENT, EACCES, EPERM). */
   launch(spec: LaunchSpec): Promise<RemoteProcess> {
