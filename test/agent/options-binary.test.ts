@@ -1,0 +1,233 @@
+/**
+ * Node-agent options of document 3 on the real bin/orchlet (process runtime, API-server mode) against the real
+ * bin/orch-apiserver, their effects checked from outside: the Node and Lease objects through kubectl, the agent's
+ * health and main servers over HTTP(S), its process limits in /proc, and the requests its HTTP manifest source
+ * sends to a server the test runs. Two agents share one server start; each agent carries several options.
+ *
+ * The server's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds are checked
+ * on the same server start (the tolerations DefaultTolerationSeconds adds to a pod).
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, get as httpGet, type IncomingHttpHeaders, type Server } from 'node:http';
+import { get as httpsGet } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
+import { eventually } from '../helpers/eventually.js';
+import { freePort } from '../helpers/ports.js';
+
+const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
+type Json = Record<string, any>;
+
+interface Orchlet {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+function startOrchlet(args: string[]): Orchlet {
+  const child = spawn(process.execPath, [ORCHLET, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    exited,
+    stderr: () => err,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+function plainGet(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const done = (res: import('node:http').IncomingMessage) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    };
+    const req = url.startsWith('https:') ? httpsGet(url, { rejectUnauthorized: false, agent: false }, done) : httpGet(url, { agent: false }, done);
+    req.on('error', reject);
+  });
+}
+
+void describe('orchlet options on the binary (API-server mode, process runtime)', () => {
+  let c: BinCluster;
+  let dir = '';
+  const agents: Orchlet[] = [];
+  const tag = String(process.pid);
+  const NODE = `optbin-a-${tag}`;
+  const NODE2 = `optbin-b-${tag}`;
+  let healthzPort = 0;
+  let mainPort = 0;
+  let manifests: Server;
+  const manifestRequests: IncomingHttpHeaders[] = [];
+
+  const getJSON = async (args: string[]): Promise<Json | undefined> => {
+    const r = await c.kubectl([...args, '-o', 'json']);
+    return r.code === 0 ? (JSON.parse(r.stdout) as Json) : undefined;
+  };
+  const common = async (node: string): Promise<string[]> => [
+    '--make-iptables-util-chains=false',
+    `--orchconfig=${c.kubeconfig}`,
+    `--root-dir=${join(dir, node, 'root')}`,
+    `--cert-dir=${join(dir, node, 'pki')}`,
+    `--hostname-override=${node}`,
+    '--node-ip=127.0.0.1',
+    '--address=127.0.0.1',
+    '--read-only-port=0',
+    '--node-status-update-frequency=1s',
+  ];
+  const registered = (node: string, a: Orchlet) =>
+    eventually(`node ${node} to register`, async () => getJSON(['get', 'node', node]), { timeoutMs: 30_000 }).catch((err: unknown) => {
+      throw new Error(`${String(err)}\norchlet stderr:\n${a.stderr()}`);
+    });
+
+  before(async () => {
+    c = await startBinCluster(['--default-not-ready-toleration-seconds=111', '--default-unreachable-toleration-seconds=222']);
+    dir = await mkdtemp(join(tmpdir(), 'orch-agent-optbin-'));
+    // the HTTP manifest source: one static pod, and the headers of each request kept
+    manifests = createServer((req, res) => {
+      manifestRequests.push(req.headers);
+      res.setHeader('content-type', 'application/yaml');
+      res.end(
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'from-url', namespace: 'default' },
+          spec: { containers: [{ name: 'c', image: 'busybox', command: ['sleep', `3611.${tag}`] }] },
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => manifests.listen(0, '127.0.0.1', resolve));
+    healthzPort = await freePort();
+    mainPort = await freePort();
+    const a = startOrchlet([
+      ...(await common(NODE)),
+      `--port=${mainPort}`,
+      '--healthz-bind-address=127.0.0.1',
+      `--healthz-port=${healthzPort}`,
+      '--enable-debugging-handlers=false',
+      '--provider-id=fake://optbin/a',
+      '--node-labels=env=optbin,node.orch.io/role=worker',
+      '--register-with-taints=dedicated=infra:NoSchedule',
+      '--register-schedulable=false',
+      '--node-lease-duration-seconds=17',
+      '--max-open-files=4000',
+      `--manifest-url=http://127.0.0.1:${(manifests.address() as AddressInfo).port}/pod.yaml`,
+      '--manifest-url-header=X-Optbin:one,X-Optbin:two',
+      '--manifest-url-header=Authorization:Bearer m-token',
+      '--http-check-frequency=1s',
+    ]);
+    agents.push(a);
+    const b = startOrchlet([
+      ...(await common(NODE2)),
+      `--port=${await freePort()}`,
+      '--healthz-port=0',
+      '--eviction-hard=',
+      '--eviction-soft=memory.available<1000Ti',
+      '--eviction-soft-grace-period=memory.available=0s',
+      '--eviction-minimum-reclaim=memory.available=1Mi',
+      '--eviction-pressure-transition-period=2s',
+      '--eviction-max-pod-grace-period=5',
+    ]);
+    agents.push(b);
+    await Promise.all([registered(NODE, a), registered(NODE2, b)]);
+  });
+  after(async () => {
+    await Promise.all(agents.map((a) => a.stop()));
+    manifests?.close();
+    await c?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  void it('--provider-id, --node-labels, --register-with-taints and --register-schedulable=false on the registered Node', async () => {
+    const node = (await getJSON(['get', 'node', NODE]))!;
+    assert.equal(node.spec.providerID, 'fake://optbin/a');
+    assert.equal(node.metadata.labels.env, 'optbin');
+    assert.equal(node.metadata.labels['node.orch.io/role'], 'worker');
+    assert.equal(node.metadata.labels['kubernetes.io/hostname'], NODE);
+    assert.equal(node.spec.unschedulable, true);
+    const taints = (node.spec.taints as Json[]).map((t) => `${t.key}=${t.value ?? ''}:${t.effect}`);
+    assert.ok(taints.includes('dedicated=infra:NoSchedule'), taints.join(' '));
+    // kubelet 1.23 adds the unschedulable taint with --register-schedulable=false
+    assert.ok(taints.includes('node.kubernetes.io/unschedulable=:NoSchedule'), taints.join(' '));
+    const other = (await getJSON(['get', 'node', NODE2]))!;
+    assert.equal(other.spec.unschedulable, undefined, 'the other agent registers schedulable (the default)');
+  });
+
+  void it('--node-lease-duration-seconds: the Lease in kube-node-lease', async () => {
+    const lease = await eventually('the node lease', async () => getJSON(['get', 'lease', '-n', 'kube-node-lease', NODE]), { timeoutMs: 20_000 });
+    assert.equal(lease.spec.leaseDurationSeconds, 17);
+    assert.equal(lease.spec.holderIdentity, NODE);
+  });
+
+  void it('--healthz-bind-address/--healthz-port serve /healthz; --enable-debugging-handlers=false removes the debugging endpoints', async () => {
+    const h = await eventually('the health server', () => plainGet(`http://127.0.0.1:${healthzPort}/healthz`).catch(() => undefined), { timeoutMs: 10_000 });
+    assert.equal(h.status, 200);
+    assert.equal(h.body, 'ok');
+    // the main server still serves /pods (a default handler), but not /containerLogs, /logs or /run
+    const pods = await plainGet(`https://127.0.0.1:${mainPort}/pods`);
+    assert.equal(pods.status, 200, pods.body);
+    for (const path of ['/containerLogs/default/x/c', '/logs/', '/run/default/x/c']) {
+      const r = await plainGet(`https://127.0.0.1:${mainPort}${path}`);
+      assert.equal(r.status, 404, `${path}: ${r.status} ${r.body}`);
+    }
+  });
+
+  void it('--max-open-files: the agent process has that RLIMIT_NOFILE', async () => {
+    const pid = agents[0]!.child.pid!;
+    const limits = await import('node:fs/promises').then((fs) => fs.readFile(`/proc/${pid}/limits`, 'utf8'));
+    const m = /^Max open files\s+(\d+)\s+(\d+)/m.exec(limits);
+    assert.ok(m, limits);
+    assert.deepEqual([Number(m[1]), Number(m[2])], [4000, 4000]);
+  });
+
+  void it('--manifest-url with --manifest-url-header and --http-check-frequency: the static pod, its mirror, the headers', async () => {
+    const mirror = await eventually('the mirror pod of the URL pod', async () => {
+      const p = await getJSON(['get', 'pod', `from-url-${NODE}`]);
+      return p?.status?.phase === 'Running' ? p : undefined;
+    }, { timeoutMs: 30_000 }).catch((err: unknown) => {
+      throw new Error(`${String(err)}\norchlet stderr:\n${agents[0]!.stderr()}`);
+    });
+    assert.ok(mirror.metadata.annotations['kubernetes.io/config.mirror']);
+    assert.equal(mirror.metadata.annotations['kubernetes.io/config.source'], 'http');
+    // the URL is checked again and again (every second here; 20 s by default)
+    await eventually('three requests to the manifest URL', async () => manifestRequests.length >= 3 || undefined, { timeoutMs: 20_000 });
+    const h = manifestRequests[0]!;
+    assert.equal(h['x-optbin'], 'one, two', 'same-name headers added in the order given');
+    assert.equal(h.authorization, 'Bearer m-token');
+  });
+
+  void it('--eviction-soft with its grace period and minimum reclaim: MemoryPressure on the Node', async () => {
+    const cond = await eventually('MemoryPressure True on the second node', async () => {
+      const n = await getJSON(['get', 'node', NODE2]);
+      const mp = (n?.status?.conditions as Json[] | undefined)?.find((x) => x.type === 'MemoryPressure');
+      return mp?.status === 'True' ? mp : undefined;
+    }, { timeoutMs: 30_000 }).catch((err: unknown) => {
+      throw new Error(`${String(err)}\norchlet stderr:\n${agents[1]!.stderr()}`);
+    });
+    assert.equal(cond.reason, 'KubeletHasInsufficientMemory');
+    const first = (await getJSON(['get', 'node', NODE]))!;
+    const mp = (first.status.conditions as Json[]).find((x) => x.type === 'MemoryPressure');
+    assert.equal(mp?.status, 'False', 'the first agent keeps the default thresholds');
+  });
+
+  void it("server: --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds on a new pod's tolerations", async () => {
+    const r = await c.kubectl(['run', `tol-${tag}`, '--image=busybox', '--restart=Never', `--overrides={"spec":{"nodeName":"nowhere-${tag}"}}`]);
+    assert.equal(r.code, 0, r.stderr);
+    const pod = (await getJSON(['get', 'pod', `tol-${tag}`]))!;
+    const secs = Object.fromEntries((pod.spec.tolerations as Json[]).map((t) => [t.key, t.tolerationSeconds]));
+    assert.equal(secs['node.kubernetes.io/not-ready'], 111);
+    assert.equal(secs['node.kubernetes.io/unreachable'], 222);
+  });
+});
