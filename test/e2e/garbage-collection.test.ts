@@ -1,11 +1,13 @@
 /**
  * Delete propagation (DeleteOptions.propagationPolicy) through ownerReferences, with a server this test
  * starts: Background deletes dependents after their owner, Orphan keeps them without the reference,
- * Foreground deletes dependents first; with --enable-garbage-collector=false nothing deletes dependents.
+ * Foreground deletes dependents first; with --enable-garbage-collector=false (on the real binary, checked over
+ * HTTPS) nothing deletes dependents.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
 import { StatusError } from '../../src/registry/errors.js';
 import type { KObject } from '../../src/registry/kind.js';
 import { eventually } from '../helpers/eventually.js';
@@ -74,32 +76,28 @@ describe('garbage collection of dependents', () => {
   });
 });
 
-describe('--enable-garbage-collector=false', () => {
-  let c: TestCluster;
+describe('--enable-garbage-collector=false (the binary)', () => {
+  let c: BinCluster;
   before(async () => {
-    c = await startCluster(['--enable-garbage-collector=false']);
+    c = await startBinCluster(['--enable-garbage-collector=false']);
   });
   after(async () => c?.stop());
 
   it('leaves the dependents of a deleted owner in place', async () => {
-    const pvc = c.cp.registry.store('', 'v1', 'persistentvolumeclaims')!;
+    const path = '/api/v1/namespaces/default/persistentvolumeclaims';
     const spec = { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } };
-    const scope = { namespace: 'default' };
-    const owner = await pvc.create(scope, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'owner' }, spec });
-    const ref = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: 'owner', uid: owner.metadata!.uid };
-    await pvc.create(scope, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'dep', ownerReferences: [ref] }, spec });
-    await pvc.delete(scope, 'owner', { propagationPolicy: 'Background' });
-    await eventually('the owner gone', async () => {
-      try {
-        await pvc.get(scope, 'owner');
-        return false;
-      } catch (err) {
-        return err instanceof StatusError && err.code === 404;
-      }
-    });
+    const owner = await c.request('POST', path, { body: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'owner' }, spec } });
+    assert.equal(owner.status, 201, owner.text);
+    const ref = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: 'owner', uid: owner.json.metadata.uid as string };
+    const dep = await c.request('POST', path, { body: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'dep', ownerReferences: [ref] }, spec } });
+    assert.equal(dep.status, 201, dep.text);
+    const deleted = await c.request('DELETE', `${path}/owner?propagationPolicy=Background`);
+    assert.equal(deleted.status, 200, deleted.text);
+    await eventually('the owner gone', async () => (await c.request('GET', `${path}/owner`)).status === 404);
     // The collector of the other server removes such a dependent within milliseconds; here none runs.
     await new Promise((r) => setTimeout(r, 1000));
-    const dep = await pvc.get(scope, 'dep');
-    assert.deepEqual(dep.metadata!.ownerReferences, [ref]);
+    const kept = await c.request('GET', `${path}/dep`);
+    assert.equal(kept.status, 200);
+    assert.deepEqual(kept.json.metadata.ownerReferences, [ref]);
   });
 });

@@ -191,6 +191,7 @@ export async function startBinCluster(args: string[] = [], o: StartBinOptions = 
       if (opts.body !== undefined) {
         body = Buffer.isBuffer(opts.body) || typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
         headers['content-type'] = opts.contentType ?? 'application/json';
+        headers['content-length'] = String(Buffer.byteLength(body));
       }
       const r = await server.request(path, { method, headers, ...(body !== undefined ? { body } : {}) });
       let json: unknown;
