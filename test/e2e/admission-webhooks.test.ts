@@ -93,6 +93,8 @@ describe('admission webhooks through kubectl', { skip }, () => {
         const patch = [{ op: 'add', path: '/spec/containers/-', value: { name: 'sidecar', image: 'busybox' } }];
         return { allowed: true, patchType: 'JSONPatch', patch: b64(JSON.stringify(patch)) };
       }
+      case '/badpatch':
+        return { allowed: true, patchType: 'JSONPatch', patch: b64('{"op":"add"}') };
       case '/late': {
         const annotations = { ...(obj['metadata']?.annotations ?? {}), late: 'set' };
         return { allowed: true, patchType: 'JSONPatch', patch: b64(JSON.stringify([{ op: 'add', path: '/metadata/annotations', value: annotations }])) };
@@ -427,6 +429,19 @@ describe('admission webhooks through kubectl', { skip }, () => {
     assert.ok(lines.some((l) => l.startsWith('apiserver_admission_step_admission_duration_seconds_summary_count{operation="CREATE",rejected="true",type="validate"} ')));
     assert.ok(lines.some((l) => l.startsWith('apiserver_admission_step_admission_duration_seconds_bucket{operation="CREATE",rejected="true",type="validate",le="0.005"}')));
     await ok(['delete', 'validatingwebhookconfiguration', 'metrics']);
+  });
+
+  it('treats a patch that is not a JSON patch array as the webhook’s failure, under its failure policy', async () => {
+    await ok(['create', '-f', '-'], mutating('badpatch', [webhook('badpatch.orch.test', '/badpatch', ['configmaps'], { failurePolicy: 'Ignore' })]));
+    await ok(['create', 'configmap', 'patched-badly', '-n', 'plain']);
+    await ok(['delete', 'mutatingwebhookconfiguration', 'badpatch']);
+    await ok(['create', '-f', '-'], mutating('badpatch', [webhook('badpatch.orch.test', '/badpatch', ['configmaps'], { failurePolicy: 'Fail' })]));
+    const err = await refused(['create', 'configmap', 'patched-badly-2', '-n', 'plain']);
+    assert.ok(
+      err.startsWith('error: failed to create configmap: Internal error occurred: failed calling webhook "badpatch.orch.test": received undecodable patch in webhook response: '),
+      err,
+    );
+    await ok(['delete', 'mutatingwebhookconfiguration', 'badpatch']);
   });
 
   it('gives up on a webhook after its timeoutSeconds', async () => {

@@ -487,11 +487,20 @@ class WebhookDispatcher {
       annotateMutation(false);
       return false;
     }
-    let patch: string;
+    const patch = Buffer.from(response.patch, 'base64').toString('utf8');
+    // jsonpatch.DecodePatch: a patch that is not a JSON array is the webhook's failure (its failure policy applies);
+    // an empty one changes nothing (no defaulting either).
+    let operations: unknown;
     try {
-      patch = Buffer.from(response.patch, 'base64').toString('utf8');
+      operations = JSON.parse(patch);
+      if (!Array.isArray(operations)) throw new Error('a JSON patch is an array of operations');
     } catch (err) {
-      throw apiErrors.internal((err as Error).message);
+      annotateMutation(false);
+      throw new CallError(hook.name, `received undecodable patch in webhook response: ${(err as Error).message}`);
+    }
+    if (operations.length === 0) {
+      annotateMutation(false);
+      return false;
     }
     const sent = convert(a.object!, a.decl, inv.decl);
     let patched: KObject;
