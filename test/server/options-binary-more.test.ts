@@ -1,0 +1,226 @@
+/**
+ * More options of document 2 on the real bin/orch-apiserver, checked from outside (HTTPS requests, kubectl, the
+ * audit log file, etcd read with its own client). Two server starts carry them all:
+ *
+ * - embedded store: the watch-cache sizes (the watch_cache_capacity metric), the admission plugin switches,
+ *   --allow-privileged, a legacy-format batch audit log, and the service-account token options (discovery
+ *   document, TokenRequest's cap and audiences, the token accepted);
+ * - etcd over TLS: the --kvstore-* client options and prefix, compaction, encryption at rest seen in etcd, and
+ *   --watch-cache=false (lists with resourceVersion=0 paged by storage, no cache metrics).
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Etcd3 } from 'etcd3';
+import { makeCA, makeClientCert, makeServingCert } from '../../src/server/certs.js';
+import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
+import { requireBinary } from '../helpers/binaries.js';
+import { startEtcd, type EtcdProcess } from '../helpers/etcd.js';
+import { eventually } from '../helpers/eventually.js';
+
+type Json = Record<string, any>;
+
+const podBody = (name: string, extra: Json = {}) =>
+  JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image: 'busybox', imagePullPolicy: 'IfNotPresent', ...extra }] } });
+
+void describe('server options on the binary: embedded store', () => {
+  let c: BinCluster;
+  let dir = '';
+  const auditLog = () => join(dir, 'audit.log');
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'orch-optbin-more-'));
+    const keys = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+    await writeFile(join(dir, 'sa.pub'), keys.publicKey);
+    await writeFile(join(dir, 'sa.key'), keys.privateKey, { mode: 0o600 });
+    await writeFile(
+      join(dir, 'audit-policy.yaml'),
+      ['apiVersion: audit.k8s.io/v1', 'kind: Policy', 'rules:', '- level: Metadata', '  resources: [{group: "", resources: [configmaps]}]', '- level: None', ''].join('\n'),
+    );
+    c = await startBinCluster([
+      '--default-watch-cache-size=50',
+      '--watch-cache-sizes=configmaps#7,secrets#0',
+      '--enable-admission-plugins=AlwaysPullImages',
+      '--disable-admission-plugins=NamespaceLifecycle',
+      '--allow-privileged=true',
+      `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
+      `--audit-log-path=${auditLog()}`,
+      '--audit-log-format=legacy',
+      '--audit-log-mode=batch',
+      '--audit-log-batch-buffer-size=100',
+      '--audit-log-batch-max-size=1',
+      '--audit-log-batch-max-wait=1s',
+      '--audit-log-batch-throttle-enable=true',
+      '--audit-log-batch-throttle-qps=50',
+      '--audit-log-batch-throttle-burst=5',
+      '--service-account-issuer=https://issuer.optbin.example',
+      `--service-account-key-file=${join(dir, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+      '--api-audiences=aud-a,aud-b',
+      '--service-account-max-token-expiration=2h',
+      '--service-account-jwks-uri=https://keys.optbin.example/openid/v1/jwks',
+    ]);
+  });
+  after(async () => {
+    await c?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  void it('--default-watch-cache-size and --watch-cache-sizes: the cache capacities in /metrics (size 0: no cache)', async () => {
+    const m = await c.request('GET', '/metrics');
+    assert.equal(m.status, 200);
+    assert.match(m.text, /^watch_cache_capacity\{resource="\*core\.ConfigMap"\} 7$/m);
+    assert.match(m.text, /^watch_cache_capacity\{resource="\*rbac\.ClusterRole"\} 50$/m);
+    assert.doesNotMatch(m.text, /^watch_cache_capacity\{resource="\*core\.Secret"\}/m);
+  });
+
+  void it('--enable-admission-plugins=AlwaysPullImages, --allow-privileged=true', async () => {
+    const r = await c.request('POST', '/api/v1/namespaces/default/pods', { body: podBody('priv', { securityContext: { privileged: true } }) });
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.json.spec.containers[0].imagePullPolicy, 'Always', 'AlwaysPullImages rewrote IfNotPresent');
+    assert.equal(r.json.spec.containers[0].securityContext.privileged, true);
+  });
+
+  void it('--disable-admission-plugins=NamespaceLifecycle: a ConfigMap in a namespace that does not exist is admitted, and audited', async () => {
+    const r = await c.kubectl(['create', 'configmap', 'ghostly', '-n', 'ghost-ns', '--from-literal=a=b']);
+    assert.equal(r.code, 0, r.stderr);
+    // --audit-log-format=legacy in batch mode: one text line per event, written within the batch wait
+    const line = await eventually('the legacy audit line', async () => {
+      const text = await readFile(auditLog(), 'utf8').catch(() => '');
+      return text.split('\n').find((l) => / AUDIT: .*method="create".*namespace="ghost-ns".*stage="ResponseComplete"|stage="ResponseComplete".*method="create".*namespace="ghost-ns"/.test(l));
+    }, { timeoutMs: 15_000 });
+    assert.match(
+      line,
+      /^\d{4}-\d\d-\d\dT[\d:.]+[Z+-][\d:]* AUDIT: id="[0-9a-f-]{36}" stage="ResponseComplete" ip="127\.0\.0\.1" method="create" user="admin" groups="\\"system:masters\\",\\"system:authenticated\\"" as="<self>" asgroups="<lookup>" user-agent="[^"]*" namespace="ghost-ns" uri="\/api\/v1\/namespaces\/ghost-ns\/configmaps[^"]*" response="201"$/,
+    );
+    const text = await readFile(auditLog(), 'utf8');
+    assert.ok(!text.includes('/api/v1/namespaces/default/pods'), 'the policy leaves pods out (level None)');
+  });
+
+  void it('service-account options: --service-account-jwks-uri, --api-audiences, --service-account-max-token-expiration', async () => {
+    const disc = await c.request('GET', '/.well-known/openid-configuration');
+    assert.equal(disc.status, 200, disc.text);
+    assert.equal(disc.json.issuer, 'https://issuer.optbin.example');
+    assert.equal(disc.json.jwks_uri, 'https://keys.optbin.example/openid/v1/jwks');
+    assert.equal((await c.kubectl(['create', 'serviceaccount', 'robot'])).code, 0);
+    const tr = await c.request('POST', '/api/v1/namespaces/default/serviceaccounts/robot/token', {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 36_000 } },
+    });
+    assert.equal(tr.status, 201, tr.text);
+    const left = Date.parse(tr.json.status.expirationTimestamp) - Date.now();
+    assert.ok(left > 7_000_000 && left <= 7_200_000, `capped to 2h (${left} ms left)`);
+    const token: string = tr.json.status.token;
+    const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Json;
+    assert.deepEqual(claims.aud, ['aud-a', 'aud-b'], 'the default audiences are --api-audiences');
+    assert.equal(claims.iss, 'https://issuer.optbin.example');
+    // the token authenticates: a review of itself names the service account
+    const review = await c.server.request('/apis/authorization.k8s.io/v1/selfsubjectrulesreviews', {
+      method: 'POST',
+      token,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectRulesReview', spec: { namespace: 'default' } }),
+    });
+    assert.equal(review.status, 201, review.body);
+  });
+});
+
+void describe('server options on the binary: etcd over TLS', { skip: requireBinary(undefined, 'etcd') === null && !process.env.CI && 'etcd not installed' }, () => {
+  let etcd: EtcdProcess;
+  let c: BinCluster;
+  let client: Etcd3;
+  let dir = '';
+  const secretValue = `plain-${randomBytes(6).toString('hex')}`;
+
+  before(async () => {
+    assert.ok(requireBinary(undefined, 'etcd'), 'etcd is installed');
+    dir = await mkdtemp(join(tmpdir(), 'orch-optbin-etcd-'));
+    const ca = await makeCA('optbin-etcd-ca');
+    const server = await makeServingCert(ca.cert, ca.key, 'etcd', ['127.0.0.1', 'localhost']);
+    const cl = await makeClientCert({ caCert: ca.cert, caKey: ca.key, commonName: 'orch-apiserver' });
+    const f = (n: string) => join(dir, n);
+    await writeFile(f('ca.crt'), ca.cert);
+    await writeFile(f('server.crt'), server.cert);
+    await writeFile(f('server.key'), server.key, { mode: 0o600 });
+    await writeFile(f('client.crt'), cl.cert);
+    await writeFile(f('client.key'), cl.key, { mode: 0o600 });
+    etcd = await startEtcd({ tls: { certFile: f('server.crt'), keyFile: f('server.key'), caFile: f('ca.crt'), clientCertFile: f('client.crt'), clientKeyFile: f('client.key') } });
+    client = new Etcd3({ hosts: etcd.endpoint, credentials: { rootCertificate: Buffer.from(ca.cert), certChain: Buffer.from(cl.cert), privateKey: Buffer.from(cl.key) } });
+    await writeFile(
+      f('encryption.yaml'),
+      [
+        'apiVersion: apiserver.config.k8s.io/v1',
+        'kind: EncryptionConfiguration',
+        'resources:',
+        '- resources: [secrets]',
+        '  providers:',
+        `  - aescbc: {keys: [{name: key1, secret: ${randomBytes(32).toString('base64')}}]}`,
+        '  - identity: {}',
+        '',
+      ].join('\n'),
+    );
+    c = await startBinCluster([
+      `--kvstore-servers=${etcd.endpoint}`,
+      `--kvstore-cafile=${f('ca.crt')}`,
+      `--kvstore-certfile=${f('client.crt')}`,
+      `--kvstore-keyfile=${f('client.key')}`,
+      '--kvstore-prefix=/optbin-registry',
+      '--kvstore-compaction-interval=1s',
+      '--kvstore-healthcheck-timeout=5s',
+      '--storage-backend=etcd3',
+      `--encryption-provider-config=${f('encryption.yaml')}`,
+      '--watch-cache=false',
+    ]);
+  });
+  after(async () => {
+    await c?.stop();
+    client?.close();
+    await etcd?.cleanup();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  void it('--kvstore-cafile/--kvstore-certfile/--kvstore-keyfile and --kvstore-prefix: objects under the prefix in the TLS etcd; /readyz/etcd', async () => {
+    assert.equal((await c.kubectl(['create', 'configmap', 'cm1', '--from-literal=k=v'])).code, 0);
+    const kv = await client.get('/optbin-registry/configmaps/default/cm1').buffer();
+    assert.ok(kv, 'the ConfigMap is stored under the prefix');
+    const none = await client.getAll().prefix('/registry/').keys();
+    assert.deepEqual(none, [], 'nothing under the default prefix');
+    const ready = await c.request('GET', '/readyz/etcd');
+    assert.equal(ready.status, 200, ready.text);
+  });
+
+  void it('--encryption-provider-config: the Secret is aescbc ciphertext in etcd and plain through kubectl', async () => {
+    assert.equal((await c.kubectl(['create', 'secret', 'generic', 's1', `--from-literal=v=${secretValue}`])).code, 0);
+    const raw = (await client.get('/optbin-registry/secrets/default/s1').buffer())!;
+    assert.ok(raw.subarray(0, 23).toString('latin1').startsWith('k8s:enc:aescbc:v1:key1:'), raw.subarray(0, 30).toString('latin1'));
+    assert.ok(!raw.includes(secretValue), 'the value is not stored in the clear');
+    const got = await c.kubectl(['get', 'secret', 's1', '-o', 'jsonpath={.data.v}']);
+    assert.equal(Buffer.from(got.stdout, 'base64').toString('utf8'), secretValue);
+  });
+
+  void it('--kvstore-compaction-interval: old revisions are compacted in etcd', async () => {
+    assert.equal((await c.kubectl(['create', 'configmap', 'cm2', '--from-literal=n=0'])).code, 0);
+    const first = Number((await c.kubectl(['get', 'configmap', 'cm2', '-o', 'jsonpath={.metadata.resourceVersion}'])).stdout);
+    assert.equal((await c.kubectl(['patch', 'configmap', 'cm2', '-p', '{"data":{"n":"1"}}'])).code, 0);
+    await eventually('revision of cm2 compacted', async () => {
+      try {
+        await client.get('/optbin-registry/configmaps/default/cm2').revision(first).buffer();
+        return undefined;
+      } catch (err) {
+        return /compacted/.test(String(err)) || undefined;
+      }
+    }, { timeoutMs: 20_000 });
+  });
+
+  void it('--watch-cache=false: a list with resourceVersion=0 is paged by storage; no cache metrics', async () => {
+    for (const n of ['p1', 'p2', 'p3']) assert.equal((await c.kubectl(['create', 'configmap', n, '-n', 'default'])).code, 0);
+    const list = await c.request('GET', '/api/v1/namespaces/default/configmaps?resourceVersion=0&limit=2');
+    assert.equal(list.status, 200, list.text);
+    assert.equal(list.json.items.length, 2, 'storage honours the limit (the cache would not)');
+    assert.ok(list.json.metadata.continue);
+    const m = await c.request('GET', '/metrics');
+    assert.doesNotMatch(m.text, /^watch_cache_capacity\{/m);
+  });
+});
