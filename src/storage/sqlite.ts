@@ -184,6 +184,9 @@ class SqliteKV implements KV {
         `INSERT INTO log (id, name, create_revision, prev_revision, version, deleted, lease, value)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      /** Whether a key has a live row: no join and no copy of the value, for a create's existence check. */
+      hasCurrent: db.prepare(`SELECT 1 FROM current WHERE name = ?`).pluck(),
+      insertCurrent: db.prepare(`INSERT INTO current (name, id, lease) VALUES (?, ?, ?)`),
       upsertCurrent: db.prepare(
         `INSERT INTO current (name, id, lease) VALUES (?, ?, ?)
          ON CONFLICT(name) DO UPDATE SET id = excluded.id, lease = excluded.lease`,
@@ -211,14 +214,16 @@ class SqliteKV implements KV {
   private transactions() {
     const db = this.db;
     const st = this.st;
-    const step = db.transaction((fn: WriteFn) => fn());
     return {
       /** One write in its own transaction. */
       one: db.transaction((fn: WriteFn) => fn()),
       /**
-       * Several writes in one transaction, each in a savepoint of its own so that one write's failure (a
-       * KeyExists, a Conflict) undoes only that write. Revisions are taken in order, one per write that
-       * succeeds; `this.rev` moves only after the commit.
+       * Several writes in one transaction. Revisions are taken in order, one per write that succeeds;
+       * `this.rev` moves only after the commit. A write's own refusal (a KeyExists, a Conflict, a missing
+       * lease: a StorageError) is thrown by its checks before it changes anything, so it needs no savepoint of
+       * its own. Any other failure (from SQLite, in the middle of a write) throws BatchWriteFailed, which rolls
+       * the whole transaction back; flush then runs the writes one transaction each, so that only the failing
+       * write fails.
        */
       batch: db
         .transaction((batch: PendingWrite[], out: WriteOutcome[]) => {
@@ -227,12 +232,11 @@ class SqliteKV implements KV {
           try {
             for (let i = 0; i < batch.length; i++) {
               try {
-                const r = step(batch[i]!.fn);
+                const r = batch[i]!.fn();
                 out.push(r);
                 this.rev = r.row.id;
               } catch (err) {
-                // A failure that ended the transaction itself (an I/O error, not a write's own) fails the batch.
-                if (!db.inTransaction) throw err;
+                if (!(err instanceof StorageError)) throw new BatchWriteFailed(err);
                 out.push({ failed: err });
               }
             }
@@ -318,7 +322,9 @@ class SqliteKV implements KV {
     };
     this.st.insert.run(id, key, row.create_revision, row.prev_revision, row.version, row.deleted, lease, value);
     if (deleted) this.st.deleteCurrent.run(key);
-    else this.st.upsertCurrent.run(key, id, lease);
+    else if (prev) this.st.upsertCurrent.run(key, id, lease);
+    // No previous live row (checked in this transaction): a plain insert into the index.
+    else this.st.insertCurrent.run(key, id, lease);
     return row;
   }
 
@@ -384,6 +390,22 @@ class SqliteKV implements KV {
     try {
       last = this.tx.batch.immediate(batch, out);
     } catch (err) {
+      if (err instanceof BatchWriteFailed) {
+        // One write failed half-way: nothing was committed; each write again in a transaction of its own.
+        for (const w of batch) {
+          let r: { row: Row; prev: Row | undefined };
+          try {
+            r = this.tx.one.immediate(w.fn);
+          } catch (e) {
+            w.reject(e);
+            continue;
+          }
+          this.rev = r.row.id;
+          this.publish(r);
+          w.resolve(r.row);
+        }
+        return;
+      }
       // The transaction as a whole failed (its commit): none of the writes happened.
       for (const w of batch) w.reject(err);
       return;
@@ -400,7 +422,7 @@ class SqliteKV implements KV {
   async create(key: string, value: Uint8Array, opts?: PutOptions): Promise<KeyValue> {
     if (!key) throw errors.invalid('empty key');
     const row = await this.write(() => {
-      if (this.currentRow(key)) throw errors.exists(key);
+      if (this.st.hasCurrent.get(key) !== undefined) throw errors.exists(key);
       const lease = this.checkLease(opts?.lease);
       return { row: this.append(key, asBuffer(value), undefined, false, lease), prev: undefined };
     });
@@ -519,6 +541,13 @@ class SqliteKV implements KV {
     clearInterval(this.sweeper);
     this.events.close();
     this.db.close();
+  }
+}
+
+/** A batched write that failed other than by its own refusal: the batch is rolled back and retried write by write. */
+class BatchWriteFailed extends Error {
+  constructor(readonly failure: unknown) {
+    super('a write of the batch failed');
   }
 }
 

@@ -95,14 +95,34 @@ describe('embedded store in a file: durability and size', () => {
         if (seen.length === 3) break;
       }
       assert.deepEqual(seen, [`${r0 + 1} /g/b b`, `${r0 + 2} /g/a a1`, `${r0 + 3} /g/c c`]);
+      // A write that fails other than by its own refusal (here a value that is not bytes) fails alone: the
+      // others of its group are committed, with consecutive revisions.
+      const mixed = await Promise.allSettled([
+        kv.create('/g/e', Buffer.from('e')),
+        kv.create('/g/bad', 'not bytes' as unknown as Uint8Array),
+        kv.create('/g/e', Buffer.from('dup')),
+        kv.create('/g/f', Buffer.from('f')),
+      ]);
+      assert.deepEqual(
+        mixed.map((r) => (r.status === 'rejected' ? (r.reason instanceof StorageError ? r.reason.code : 'other') : 'ok')),
+        ['ok', 'other', 'KeyExists', 'ok'],
+      );
+      assert.deepEqual(
+        mixed.flatMap((r) => (r.status === 'fulfilled' ? [(r.value as { modRevision: number }).modRevision] : [])),
+        [r0 + 4, r0 + 5],
+      );
+      assert.equal((await kv.get('/g/bad')).kv, null);
+      await kv.delete('/g/e');
+      await kv.delete('/g/f');
+      const r1 = await kv.currentRevision();
       // Writes called just before close are committed, and survive a reopen.
       const last = kv.create('/g/d', Buffer.from('d'));
       await kv.close();
-      assert.equal((await last).modRevision, r0 + 4);
+      assert.equal((await last).modRevision, r1 + 1);
       kv = await openSqlite({ path });
-      assert.equal(await kv.currentRevision(), r0 + 4);
+      assert.equal(await kv.currentRevision(), r1 + 1);
       assert.equal(Buffer.from((await kv.get('/g/a')).kv!.value).toString(), 'a1');
-      assert.equal((await kv.get('/g/d')).kv!.modRevision, r0 + 4);
+      assert.equal((await kv.get('/g/d')).kv!.modRevision, r1 + 1);
     } finally {
       await kv.close();
       await rm(dir, { recursive: true, force: true });
