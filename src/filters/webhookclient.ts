@@ -7,7 +7,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { loadWebhookConfig, type WebhookTarget } from './audit/webhook.js';
 import { outgoingTraceparent } from '../util/tracecontext.js';
-import { viaDialer } from '../util/dial.js';
+import { dialOptions } from '../util/dial.js';
 
 type Json = Record<string, any>;
 
@@ -56,7 +56,7 @@ export function postJSON(target: WebhookTarget, body: string, timeoutMs: number)
             rejectUnauthorized: !target.insecureSkipTLSVerify,
           }
         : {}),
-      ...(target.dial ? { createConnection: viaDialer(target.dial, https) as never } : {}),
+      ...(target.dial ? dialOptions(target.dial, https) : {}),
     };
     const req = (https ? httpsRequest : httpRequest)(url, opts, (res) => {
       const chunks: Buffer[] = [];

@@ -58,6 +58,15 @@ export function viaDialer(dial: Dialer, secure: boolean): CreateConnection {
   };
 }
 
+/**
+ * The request options that open the connection with dial: viaDialer's `createConnection`, and the scheme's
+ * default port (without an agent, Node's client would otherwise take 80 for a URL without a port, in the
+ * dial and in the Host header).
+ */
+export function dialOptions(dial: Dialer, secure: boolean): { createConnection: never; defaultPort: number } {
+  return { createConnection: viaDialer(dial, secure) as never, defaultPort: secure ? 443 : 80 };
+}
+
 /** Node's http client calls these on its socket; a tunnel that is not a net.Socket gets harmless stand-ins. */
 export function socketLike<T extends Duplex>(stream: T): T & Pick<Socket, 'setNoDelay' | 'setKeepAlive' | 'ref' | 'unref'> {
   const s = stream as T & Partial<Socket>;

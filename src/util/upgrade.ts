@@ -32,7 +32,11 @@ export type DialResult =
 
 /** Sends an upgrade request to `url`; rejects with the connection error (or a header timeout). */
 export function dialUpgrade(url: URL, o: DialOptions): Promise<DialResult> {
-  const common = { method: o.method, headers: o.headers, ...(o.createConnection ? { createConnection: o.createConnection as never } : { agent: false as const }) };
+  const common = {
+    method: o.method,
+    headers: o.headers,
+    ...(o.createConnection ? { createConnection: o.createConnection as never, defaultPort: url.protocol === 'https:' ? 443 : 80 } : { agent: false as const }),
+  };
   const req =
     url.protocol === 'https:'
       ? httpsRequest(url, {

@@ -2,6 +2,7 @@
 //  - GRPC: a konnectivity-style proxy server this test runs on a Unix socket (grpc-js with the ProxyService of
 //    src/server/egress/konnectivity.proto, decoded with protobufjs), recording every address it dials; also over
 //    TCP with mutual TLS;
+//  - OIDC discovery and keys fetched through a controlplane dialer;
 //  - HTTPConnect over a Unix socket: an HTTP CONNECT proxy on a socket in a temporary directory.
 // One cluster sends the cluster type through the konnectivity server (kubectl logs and exec reach a real
 // orchlet only through it, as do an admission webhook and an aggregated API server) and the controlplane type
@@ -17,10 +18,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import protobuf from 'protobufjs';
 import { stringify } from 'yaml';
 import { makeCA, makeClientCert, makeServingCert } from '../../src/server/certs.js';
 import { loadEgressSelectorConfig } from '../../src/server/egress.js';
+import { oidcAuthenticator } from '../../src/filters/authn/oidc.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { startAgent, type TestAgent } from '../helpers/agent.js';
 import { requireBinary } from '../helpers/binaries.js';
@@ -248,6 +251,49 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
     } finally {
       tlsServer.close();
       await new Promise((resolve) => echo.close(resolve));
+    }
+  });
+
+  it('OIDC discovery and keys through the controlplane egress', async () => {
+    const ca = await makeCA('oidc-ca');
+    const serving = await makeServingCert(ca.cert, ca.key, 'issuer.example', ['issuer.example']);
+    await writeFile(join(dir, 'oidc-ca.crt'), ca.cert);
+    const { privateKey, publicKey } = await generateKeyPair('RS256');
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+    const fetched: string[] = [];
+    const issuerServer = createHttpsServer({ cert: serving.cert, key: serving.key }, (req, res) => {
+      fetched.push(req.url ?? '');
+      res.setHeader('content-type', 'application/json');
+      if (req.url === '/.well-known/openid-configuration') res.end(JSON.stringify({ issuer: 'https://issuer.example', jwks_uri: 'https://issuer.example/keys' }));
+      else res.end(JSON.stringify({ keys: [jwk] }));
+    });
+    await new Promise<void>((resolve) => issuerServer.listen(0, '127.0.0.1', resolve));
+    const port = (issuerServer.address() as AddressInfo).port;
+    // The egress: the issuer's name exists only here; every connection is opened by it.
+    const dialled: string[] = [];
+    const dial = (host: string, p: number): Promise<Socket> =>
+      new Promise((resolve, reject) => {
+        dialled.push(`${host}:${p}`);
+        const sock = connect(port, '127.0.0.1', () => resolve(sock));
+        sock.once('error', reject);
+      });
+    try {
+      const auth = oidcAuthenticator({ issuerURL: 'https://issuer.example', clientID: 'orch', caFile: join(dir, 'oidc-ca.crt'), usernameClaim: 'sub', requiredClaims: {}, signingAlgs: ['RS256'], dial });
+      const now = Math.floor(Date.now() / 1000);
+      const token = await new SignJWT({ sub: 'alice' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setIssuer('https://issuer.example')
+        .setAudience('orch')
+        .setIssuedAt(now)
+        .setExpirationTime(now + 600)
+        .sign(privateKey);
+      const r = await auth.authenticateToken(token, undefined);
+      assert.equal(r.status, 'authenticated', JSON.stringify(r));
+      assert.deepEqual(fetched, ['/.well-known/openid-configuration', '/keys']);
+      assert.deepEqual(dialled, ['issuer.example:443', 'issuer.example:443']);
+    } finally {
+      issuerServer.closeAllConnections();
+      await new Promise((resolve) => issuerServer.close(resolve));
     }
   });
 

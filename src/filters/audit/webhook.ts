@@ -15,7 +15,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dirname, isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { outgoingTraceparent } from '../../util/tracecontext.js';
-import { viaDialer, type Dialer } from '../../util/dial.js';
+import { dialOptions, type Dialer } from '../../util/dial.js';
 import { yaml } from '../../util/yaml.js';
 import { handlePluginError, type Backend, type PluginContext } from './backend.js';
 import { eventListJSON } from './encode.js';
@@ -198,7 +198,7 @@ export class WebhookBackend implements Backend {
     if (traceparent) headers['traceparent'] = traceparent;
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
-      const via = this.target.dial ? { createConnection: viaDialer(this.target.dial, url.protocol === 'https:') as never, ...this.tlsOptions() } : { agent: this.agent };
+      const via = this.target.dial ? { ...dialOptions(this.target.dial, url.protocol === 'https:'), ...this.tlsOptions() } : { agent: this.agent };
       const req = request(url, { method: 'POST', headers, ...via, timeout: this.options.requestTimeoutMs ?? 30_000 }, (res: IncomingMessage) => {
         let text = '';
         res.setEncoding('utf8');

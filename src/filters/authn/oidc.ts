@@ -16,7 +16,7 @@ import { request as httpsRequest } from 'node:https';
 import type { createLocalJWKSet, JSONWebKeySet, JWTPayload } from 'jose';
 import type { UserInfo } from '../../endpoints/http.js';
 import type { TokenAuthenticator, TokenResult } from './token.js';
-import { viaDialer, type Dialer } from '../../util/dial.js';
+import { dialOptions, type Dialer } from '../../util/dial.js';
 
 export interface OidcOptions {
   issuerURL: string;
@@ -37,6 +37,7 @@ export interface OidcOptions {
 interface FetchOptions {
   ca?: Buffer;
   createConnection?: never;
+  defaultPort?: number;
 }
 
 /** Startup checks with kube-apiserver's messages. */
@@ -197,7 +198,7 @@ function claimResolver(claim: string, verifierFor: (iss: string) => (token: stri
 export function oidcAuthenticator(o: OidcOptions): TokenAuthenticator {
   const ca: FetchOptions = {
     ...(o.caFile ? { ca: readFileSync(o.caFile) } : {}),
-    ...(o.dial ? { createConnection: viaDialer(o.dial, true) as never } : {}),
+    ...(o.dial ? dialOptions(o.dial, true) : {}),
   };
   const prefix = effectiveUsernamePrefix(o);
   const verifiers = new Map<string, (token: string) => Promise<JWTPayload>>();

@@ -14,7 +14,7 @@ import type { KObject } from '../kind.js';
 import { resolveServiceReference, type ServiceResolverDeps } from '../service-resolver.js';
 import { outgoingTraceparent, runInSpanContext } from '../../util/tracecontext.js';
 import { childSpan, errorStatus, SpanKind, type Tracer } from '../../util/tracing.js';
-import { viaDialer, type Dialer } from '../../util/dial.js';
+import { dialOptions, type Dialer } from '../../util/dial.js';
 
 export const ADMISSION_REVIEW_VERSIONS = ['v1', 'v1beta1'];
 
@@ -179,7 +179,7 @@ function post(target: Target, ca: string | undefined, auth: WebhookAuth | undefi
         // As Go: the certificate must name the host asked for (the service's DNS name, or the URL's host).
         checkServerIdentity: (_host, cert) => checkServerIdentity(target.serverName, cert),
         ...(ca ? { ca } : {}),
-        ...(dial ? { createConnection: viaDialer(dial, true) as never } : { agent: false }),
+        ...(dial ? dialOptions(dial, true) : { agent: false }),
       },
       (res) => {
         const chunks: Buffer[] = [];

@@ -34,7 +34,7 @@ import { APIREGISTRATION_GROUP, availableCondition } from '../../registry/kinds/
 import type { Registry } from '../../registry/registry.js';
 import { isLoopbackService, type ServiceAddress } from '../../registry/service-resolver.js';
 import { currentSpanContext, formatTraceparent } from '../../util/tracecontext.js';
-import { viaDialer, type Dialer } from '../../util/dial.js';
+import { dialOptions, type Dialer } from '../../util/dial.js';
 import { childSpan, SpanKind, type Span, type Tracer } from '../../util/tracing.js';
 
 export interface AggregatorConfig {
@@ -295,7 +295,7 @@ export class Aggregator implements ApiAggregator {
       ...(target.ca ? { ca: target.ca } : {}),
       ...(target.insecure ? {} : { checkServerIdentity: checkName(target.serverName) }),
       ...(this.config.proxyClient ? { cert: this.config.proxyClient.cert, key: this.config.proxyClient.key } : {}),
-      ...(this.config.dial ? { createConnection: viaDialer(this.config.dial, true) as never } : { agent: false }),
+      ...(this.config.dial ? dialOptions(this.config.dial, true) : { agent: false }),
     };
   }
 
