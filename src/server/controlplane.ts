@@ -51,26 +51,9 @@ import { limitRanger } from '../registry/admission/limitranger.js';
 import { defaultStorageClass } from '../registry/admission/default-storage-class.js';
 import { pvcResize } from '../registry/admission/pvc-resize.js';
 import { taintNodesByCondition } from '../registry/admission/taint-nodes.js';
-import { alwaysAdmit, alwaysDeny } from '../registry/admission/always.js';
 import { runtimeClassAdmission } from '../registry/admission/runtimeclass.js';
 import { defaultIngressClass } from '../registry/admission/default-ingress-class.js';
-import { eventRateLimit, parseEventRateLimitConfig } from '../registry/admission/event-rate-limit.js';
-import { ownerReferencesPermissionEnforcement } from '../registry/admission/owner-references.js';
-import { imagePolicyWebhook, parseImagePolicyConfig } from '../registry/admission/image-policy-webhook.js';
-import { podSecurityPolicy } from '../registry/admission/podsecuritypolicy.js';
 import { loadWebhookFor, postJSON } from '../filters/webhookclient.js';
-import { namespaceAutoProvision, namespaceExists } from '../registry/admission/namespace-exists.js';
-import { alwaysPullImages } from '../registry/admission/always-pull-images.js';
-import { nodeRestriction } from '../registry/admission/node-restriction.js';
-import { parsePodNodeSelectorConfig, podNodeSelector } from '../registry/admission/pod-node-selector.js';
-import { parsePodTolerationRestrictionConfig, podTolerationRestriction } from '../registry/admission/pod-toleration-restriction.js';
-import {
-  denyServiceExternalIPs,
-  extendedResourceToleration,
-  limitPodHardAntiAffinityTopology,
-  persistentVolumeLabel,
-  securityContextDeny,
-} from '../registry/admission/pod-restrictions.js';
 import { mutatingWebhookAdmission, validatingWebhookAdmission, type WebhookAdmissionDeps } from '../registry/admission/webhook.js';
 import type { AdmissionMetricsSink } from '../registry/admission/metrics.js';
 import type { ServiceAddress } from '../registry/service-resolver.js';
@@ -271,7 +254,7 @@ export async function createControlPlane(
     featureGates: options.featureGates,
     admission: chainAdmission(
       [
-        ...admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig, outbound, server.metrics.admission, loopback),
+        ...(await admissionPlugins(options, () => registry.store('', 'v1', 'namespaces'), () => registry, pluginConfig, outbound, server.metrics.admission, loopback)),
         rbacEscalationAdmission({ resolver: () => resolver, authorizer: () => authz }),
       ],
       { metrics: server.metrics.admission },
@@ -469,7 +452,7 @@ async function bootstrapNamespaces(registry: Registry): Promise<void> {
  * `pluginConfig(name)` is the plugin's part of --admission-control-config-file (undefined: none given); pass it to
  * the factories of plugins that take configuration (see registry/admission/plugin-config.ts).
  */
-function admissionPlugins(
+async function admissionPlugins(
   options: ServerOptions,
   namespaces: () => ReturnType<Registry['store']>,
   registry: () => Registry,
@@ -480,8 +463,39 @@ function admissionPlugins(
   metrics?: AdmissionMetricsSink,
   /** The server's loopback address, for webhooks naming the `kubernetes` Service. */
   loopback?: () => ServiceAddress | undefined,
-): Admission[] {
+): Promise<Admission[]> {
   const on = new Set(options.admissionPlugins);
+  // The plugins off by default load only when enabled (startup time and memory). A module not loaded is an
+  // empty object: each name below is used only under the on.has() test of a plugin that loaded its module.
+  const load = <T>(names: string[], importer: () => Promise<T>): Promise<T> => (names.some((n) => on.has(n)) ? importer() : Promise.resolve({} as T));
+  const [
+    { alwaysAdmit, alwaysDeny },
+    { namespaceAutoProvision, namespaceExists },
+    { denyServiceExternalIPs, extendedResourceToleration, limitPodHardAntiAffinityTopology, persistentVolumeLabel, securityContextDeny },
+    { nodeRestriction },
+    { alwaysPullImages },
+    { imagePolicyWebhook, parseImagePolicyConfig },
+    { podSecurityPolicy },
+    { parsePodNodeSelectorConfig, podNodeSelector },
+    { parsePodTolerationRestrictionConfig, podTolerationRestriction },
+    { eventRateLimit, parseEventRateLimitConfig },
+    { ownerReferencesPermissionEnforcement },
+  ] = await Promise.all([
+    load(['AlwaysAdmit', 'AlwaysDeny'], () => import('../registry/admission/always.js')),
+    load(['NamespaceAutoProvision', 'NamespaceExists'], () => import('../registry/admission/namespace-exists.js')),
+    load(
+      ['DenyServiceExternalIPs', 'ExtendedResourceToleration', 'LimitPodHardAntiAffinityTopology', 'PersistentVolumeLabel', 'SecurityContextDeny'],
+      () => import('../registry/admission/pod-restrictions.js'),
+    ),
+    load(['NodeRestriction'], () => import('../registry/admission/node-restriction.js')),
+    load(['AlwaysPullImages'], () => import('../registry/admission/always-pull-images.js')),
+    load(['ImagePolicyWebhook'], () => import('../registry/admission/image-policy-webhook.js')),
+    load(['PodSecurityPolicy'], () => import('../registry/admission/podsecuritypolicy.js')),
+    load(['PodNodeSelector'], () => import('../registry/admission/pod-node-selector.js')),
+    load(['PodTolerationRestriction'], () => import('../registry/admission/pod-toleration-restriction.js')),
+    load(['EventRateLimit'], () => import('../registry/admission/event-rate-limit.js')),
+    load(['OwnerReferencesPermissionEnforcement'], () => import('../registry/admission/owner-references.js')),
+  ]);
   const plugins: Admission[] = [];
   const { cluster, tracer } = outbound;
   // Each plugin carries its name (the admission controller metrics' name label).
