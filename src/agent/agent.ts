@@ -316,6 +316,9 @@ export class Agent implements ServerHost {
     const root = resolve(this.config.rootDir);
     await mkdir(join(root, 'pods'), { recursive: true, mode: 0o750 });
     this.unsubscribe = this.runtime.onContainerEvent((e) => {
+      // A container only starts through a pass of its pod's worker, which reads the container's state
+      // after the start and writes the pod's status from it: a start needs no pass of its own.
+      if (e.type === 'CONTAINER_STARTED_EVENT') return;
       const uid = this.syncer.uidOfSandbox(e.podSandboxId);
       if (uid !== undefined) this.workers.sync(uid);
     });

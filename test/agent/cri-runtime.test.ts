@@ -130,6 +130,56 @@ if (missing.length > 0) {
       assert.deepEqual(await rt.listPodSandbox({ id }), []);
     });
 
+    void it("reads a new sandbox's status once: the hairpin setup's verbose status gives the pod its IP", async () => {
+      const h = await started();
+      const hp = await CriRuntime.connect({ runtimeEndpoint: h.endpoint, cgroupRoot: h.cgroupRoot, requestTimeoutMs: 30_000, hairpin: { mode: 'hairpin-veth', sysfs: dir } });
+      const asked: boolean[] = [];
+      const ask = hp.client.podSandboxStatus.bind(hp.client);
+      hp.client.podSandboxStatus = (id, verbose = false) => {
+        asked.push(verbose);
+        return ask(id, verbose);
+      };
+      try {
+        const id = await hp.runPodSandbox(sandbox());
+        const first = await hp.podSandboxStatus(id);
+        assert.ok(first.network?.ip.startsWith(h.subnet.slice(0, h.subnet.lastIndexOf('.') + 1)), JSON.stringify(first));
+        assert.equal(first.state, 'SANDBOX_READY');
+        assert.deepEqual(asked, [true], 'one verbose PodSandboxStatus, for hairpin and IP');
+        // later reads ask the runtime again
+        await hp.stopPodSandbox(id, 0);
+        assert.equal((await hp.podSandboxStatus(id)).state, 'SANDBOX_NOTREADY');
+        assert.deepEqual(asked, [true, false]);
+        await hp.removePodSandbox(id);
+      } finally {
+        await hp.detach();
+      }
+    });
+
+    void it('reports a stop the agent asked for as soon as StopContainer answers, before any relist', async () => {
+      const h = await started();
+      // a relist period longer than the test: only the calls' own answers can report
+      const slow = await CriRuntime.connect({ runtimeEndpoint: h.endpoint, cgroupRoot: h.cgroupRoot, requestTimeoutMs: 30_000, eventPollMs: 600_000 });
+      const events: string[] = [];
+      const off = slow.onContainerEvent((e) => events.push(`${e.type} ${e.containerId}`));
+      try {
+        await slow.relistNow();
+        const sb = sandbox();
+        const id = await slow.runPodSandbox(sb);
+        const cid = await slow.createContainer(id, container(['sleep', '60']), sb);
+        await slow.startContainer(cid);
+        const mine = (): string[] => events.filter((e) => e.endsWith(` ${cid}`));
+        assert.deepEqual(mine(), [`CONTAINER_STARTED_EVENT ${cid}`]);
+        await slow.stopContainer(cid, 0);
+        assert.deepEqual(mine(), [`CONTAINER_STARTED_EVENT ${cid}`, `CONTAINER_STOPPED_EVENT ${cid}`]);
+        assert.equal((await slow.containerStatus(cid)).state, 'CONTAINER_EXITED');
+        await slow.stopPodSandbox(id, 0);
+        await slow.removePodSandbox(id);
+      } finally {
+        off();
+        await slow.detach();
+      }
+    });
+
     void it('runs a hostNetwork sandbox in the node network namespace', async () => {
       const sb = sandbox({ linux: { hostNetwork: true } });
       const id = await rt.runPodSandbox(sb);
