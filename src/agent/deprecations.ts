@@ -20,8 +20,15 @@
  *   agent logs at start (network/dockershim-options.ts).
  * - --master-service-namespace: its effect unchanged (the `kubernetes` Service of that namespace in every
  *   pod's service links, servicelinks.ts).
+ * - The other deprecated KubeletFlags of 1.23 keep their effect: --minimum-container-ttl-duration and the two
+ *   --maximum-dead-containers options (container GC), --register-schedulable, --keep-terminated-pod-volumes,
+ *   --experimental-mounter-path, --cloud-provider and --cloud-config (util/cloud.ts).
+ * - Every option of the KubeletConfiguration (the [cfg] rows of document 3, a configField here) given on the
+ *   command line: kubelet 1.23 marks all of them deprecated in favour of the --config file (AddKubeletConfigFlags),
+ *   with one message; they keep their effect.
  */
 import { KLOG_FLAGS } from './logging.js';
+import { AGENT_FLAGS } from './options.js';
 
 const KLOG_DEPRECATION =
   'will be removed in a future release, see https://github.com/kubernetes/enhancements/tree/master/keps/sig-instrumentation/2845-deprecate-klog-specific-flags-in-k8s-components';
@@ -37,17 +44,42 @@ export const DEPRECATED_FLAGS: ReadonlyMap<string, string> = new Map([
     'dynamic-config-dir',
     'Feature DynamicKubeletConfig is deprecated in 1.22 and will not move to GA. It is planned to be removed from Kubernetes in the version 1.23. Please use alternative ways to update kubelet configuration.',
   ],
-  ['experimental-allocatable-ignore-eviction', 'will be removed in 1.24 or later.'],
-  ['experimental-check-node-capabilities-before-mount', 'will be removed in a future version.'],
+  ...['minimum-container-ttl-duration', 'maximum-dead-containers-per-container', 'maximum-dead-containers'].map((f): [string, string] => [
+    f,
+    'Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.',
+  ]),
+  ['master-service-namespace', 'This flag will be removed in a future version.'],
+  ['register-schedulable', 'will be removed in a future version'],
+  ['non-masquerade-cidr', 'will be removed in a future version'],
+  ['keep-terminated-pod-volumes', 'will be removed in a future version'],
+  ['experimental-check-node-capabilities-before-mount', 'will be removed in 1.23. in favor of using CSI.'],
+  ['experimental-mounter-path', 'will be removed in 1.23. in favor of using CSI.'],
+  ['cloud-provider', 'will be removed in 1.23, in favor of removing cloud provider code from Kubelet.'],
+  ['cloud-config', 'will be removed in 1.23, in favor of removing cloud provider code from Kubelet.'],
+  ['experimental-allocatable-ignore-eviction', 'will be removed in 1.23.'],
   ['experimental-kernel-memcg-notification', 'Use kernelMemcgNotification configuration, this flag will be removed in 1.23.'],
   ['really-crash-for-testing', 'will be removed in a future version.'],
-  ['non-masquerade-cidr', 'will be removed in a future version'],
-  ['master-service-namespace', 'This flag will be removed in a future version.'],
 ]);
 
-/** The warnings for the deprecated flags given on the command line, in the table's order. */
+/** kubelet 1.23's message for every KubeletConfiguration flag given on the command line. */
+export const CONFIG_FLAG_DEPRECATION =
+  "This parameter should be set via the config file specified by the Kubelet's --config flag. See https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/ for more information.";
+
+const CONFIG_FLAGS: ReadonlySet<string> = new Set(AGENT_FLAGS.filter((f) => f.configField !== undefined).map((f) => f.name));
+
+/** An option's deprecation message, if it has one: its own, or the configuration file's for a [cfg] option. */
+export function deprecationOf(flag: string): string | undefined {
+  return DEPRECATED_FLAGS.get(flag) ?? (CONFIG_FLAGS.has(flag) ? CONFIG_FLAG_DEPRECATION : undefined);
+}
+
+/** pflag's warnings for the deprecated flags given on the command line, in the order they were given. */
 export function deprecationWarnings(explicit: ReadonlySet<string>): string[] {
-  return [...DEPRECATED_FLAGS].filter(([f]) => explicit.has(f)).map(([f, m]) => `Flag --${f} has been deprecated, ${m}`);
+  const out: string[] = [];
+  for (const f of explicit) {
+    const m = deprecationOf(f);
+    if (m !== undefined) out.push(`Flag --${f} has been deprecated, ${m}`);
+  }
+  return out;
 }
 
 export interface DeprecatedOptionValues {

@@ -16,14 +16,24 @@ import { parseAgentOptions } from '../../src/agent/options.js';
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 
 void describe('deprecated agent options', () => {
-  void it('warns as pflag does, for the flags given only', () => {
-    const o = parseAgentOptions(['--cni-bin-dir=/x', '--log-dir=/tmp', '--really-crash-for-testing', '--max-pods=10']);
+  void it('warns as pflag does, for the flags given only, in the order given; [cfg] options with the config-file message', () => {
+    const o = parseAgentOptions(['--cni-bin-dir=/x', '--log-dir=/tmp', '--really-crash-for-testing', '--max-pods=10', '--v=2', '--hostname-override=n']);
     assert.deepEqual(deprecationWarnings(o.explicitFlags), [
-      'Flag --log-dir has been deprecated, will be removed in a future release, see https://github.com/kubernetes/enhancements/tree/master/keps/sig-instrumentation/2845-deprecate-klog-specific-flags-in-k8s-components',
       'Flag --cni-bin-dir has been deprecated, will be removed along with dockershim.',
+      'Flag --log-dir has been deprecated, will be removed in a future release, see https://github.com/kubernetes/enhancements/tree/master/keps/sig-instrumentation/2845-deprecate-klog-specific-flags-in-k8s-components',
       'Flag --really-crash-for-testing has been deprecated, will be removed in a future version.',
+      "Flag --max-pods has been deprecated, This parameter should be set via the config file specified by the Kubelet's --config flag. See https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/ for more information.",
     ]);
     assert.deepEqual(deprecationWarnings(parseAgentOptions([]).explicitFlags), []);
+    assert.deepEqual(
+      deprecationWarnings(parseAgentOptions(['--register-schedulable=false', '--maximum-dead-containers=3', '--cloud-provider=external', '--experimental-allocatable-ignore-eviction']).explicitFlags),
+      [
+        'Flag --register-schedulable has been deprecated, will be removed in a future version',
+        'Flag --maximum-dead-containers has been deprecated, Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.',
+        'Flag --cloud-provider has been deprecated, will be removed in 1.23, in favor of removing cloud provider code from Kubelet.',
+        'Flag --experimental-allocatable-ignore-eviction has been deprecated, will be removed in 1.23.',
+      ],
+    );
   });
 
   void it('refuses --dynamic-config-dir and a network plugin for the built-in runtime; remote ignores the dockershim options', () => {

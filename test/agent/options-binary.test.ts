@@ -163,6 +163,12 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
     assert.ok(taints.includes('node.kubernetes.io/unschedulable=:NoSchedule'), taints.join(' '));
     const other = (await getJSON(['get', 'node', NODE2]))!;
     assert.equal(other.spec.unschedulable, undefined, 'the other agent registers schedulable (the default)');
+    // pflag's warnings, as kubelet 1.23 prints them: its own message for --register-schedulable, the config
+    // file's for a KubeletConfiguration option, none for --hostname-override
+    const err = agents[0]!.stderr();
+    assert.match(err, /^Flag --register-schedulable has been deprecated, will be removed in a future version$/m);
+    assert.match(err, /^Flag --provider-id has been deprecated, This parameter should be set via the config file specified by the Kubelet's --config flag\. See https:\/\/kubernetes\.io\/docs\/tasks\/administer-cluster\/kubelet-config-file\/ for more information\.$/m);
+    assert.doesNotMatch(err, /Flag --hostname-override/);
   });
 
   void it('--node-lease-duration-seconds: the Lease in kube-node-lease', async () => {
