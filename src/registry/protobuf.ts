@@ -24,12 +24,11 @@ import {
 } from '../util/protobuf.js';
 import { apiErrors } from './errors.js';
 
-export { PROTOBUF_MAGIC, type MessageDescriptor, type ProtobufEnvelope };
-
-/** Every message descriptor, by name ('meta.v1.ObjectMeta', 'core.v1.Namespace', ...). */
-export const MESSAGES: Readonly<Record<string, MessageDescriptor>> = Object.freeze(
-  Object.fromEntries(messageNames().map((n) => [n, messageDescriptor(n)!])),
-);
+/**
+ * messageDescriptor(name): a message's descriptor ('meta.v1.ObjectMeta', 'core.v1.Namespace', ...), built on its
+ * first use (the table has some 330 messages; a server uses a few dozen). messageNames(): every name.
+ */
+export { PROTOBUF_MAGIC, messageDescriptor, messageNames, type MessageDescriptor, type ProtobufEnvelope };
 
 function wrapDecode<T>(what: string, fn: () => T): T {
   try {

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  MESSAGES,
+  messageDescriptor,
   PROTOBUF_MAGIC,
   decodeEnvelope,
   decodeKubernetesProtobuf,
@@ -146,14 +146,14 @@ function statusErrorWith(re: RegExp) {
 
 describe('protobuf descriptors', () => {
   it('transcribe the field numbers of generated.proto', () => {
-    const nums = (m: string) => Object.fromEntries(MESSAGES[m]!.fields.map((f) => [f.json, f.no]));
+    const nums = (m: string) => Object.fromEntries(messageDescriptor(m)!.fields.map((f) => [f.json, f.no]));
     assert.equal(nums('meta.v1.ObjectMeta')['managedFields'], 17);
     assert.equal(nums('meta.v1.ObjectMeta')['clusterName'], 15);
     assert.deepEqual(nums('meta.v1.OwnerReference'), { apiVersion: 5, kind: 1, name: 3, uid: 4, controller: 6, blockOwnerDeletion: 7 });
     assert.deepEqual(nums('meta.v1.TypeMeta'), { kind: 1, apiVersion: 2 });
     assert.deepEqual(nums('runtime.TypeMeta'), { apiVersion: 1, kind: 2 });
     assert.equal(nums('core.v1.PersistentVolumeClaimSpec')['dataSourceRef'], 8);
-    assert.equal(MESSAGES['core.v1.PersistentVolumeClaimSpec']!.fields.find((f) => f.no === 8)!.type, 'core.v1.TypedLocalObjectReference');
+    assert.equal(messageDescriptor('core.v1.PersistentVolumeClaimSpec')!.fields.find((f) => f.no === 8)!.type, 'core.v1.TypedLocalObjectReference');
     assert.equal(nums('core.v1.NamespaceCondition')['lastTransitionTime'], 4);
   });
 });
