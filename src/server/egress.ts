@@ -6,8 +6,8 @@
  *   - `etcd`: the storage's etcd client.
  * Direct dials as without the file. HTTPConnect opens a tunnel with an HTTP CONNECT to the proxy, over TCP
  * (TLS to the proxy when its URL is https, with the file's CA and client certificate) or over a Unix socket
- * (uds.udsName). GRPC speaks konnectivity's proxy protocol (egress/konnectivity.ts) over a Unix socket, or
- * over TCP (TLS for https URLs). Each dial opens its own connection to the proxy, as kube-apiserver 1.23.
+ * (uds.udsName). GRPC speaks konnectivity's proxy protocol (egress/konnectivity.ts) over a Unix socket only,
+ * as 1.23 validates it. Each dial opens its own connection to the proxy, as kube-apiserver 1.23.
  */
 import { readFileSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
@@ -107,6 +107,11 @@ export function loadEgressSelectorConfig(path: string, metrics = new EgressMetri
     }
     if (transport.tcp && transport.uds) {
       errs.push(`${base}.connection.transport: Invalid value: "": tcp and uds cannot both be set`);
+      return;
+    }
+    if (protocol === 'GRPC' && !transport.uds) {
+      // kube-apiserver 1.23 dials the konnectivity server only over a Unix socket
+      errs.push(`${base}.connection.uds: Required value: UDS must be set with GRPC`);
       return;
     }
     const address = proxyAddress(transport, `${base}.connection.transport`, errs);

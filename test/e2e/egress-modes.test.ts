@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,7 @@ import * as grpc from '@grpc/grpc-js';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import protobuf from 'protobufjs';
 import { stringify } from 'yaml';
-import { makeCA, makeClientCert, makeServingCert } from '../../src/server/certs.js';
+import { makeCA, makeServingCert } from '../../src/server/certs.js';
 import { loadEgressSelectorConfig } from '../../src/server/egress.js';
 import { oidcAuthenticator } from '../../src/filters/authn/oidc.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
@@ -217,41 +217,9 @@ describe('--egress-selector-config-file: GRPC (konnectivity) and Unix-socket tra
     await assert.rejects(startCluster([`--egress-selector-config-file=${noName}`]), /egressSelections\[0\]\.connection\.transport\.uds\.udsName: Invalid value: "nil": UDSName should be present for UDS connections/);
   });
 
-  it('GRPC over TCP with mutual TLS to the konnectivity server', async () => {
-    const ca = await makeCA('konnectivity-ca');
-    const serving = await makeServingCert(ca.cert, ca.key, 'konnectivity', ['127.0.0.1']);
-    const client = await makeClientCert({ caCert: ca.cert, caKey: ca.key, commonName: 'orch-apiserver' });
-    for (const [name, text] of [['k-ca.crt', ca.cert], ['k-client.crt', client.cert], ['k-client.key', client.key]] as const) await writeFile(join(dir, name), text);
-    const creds = grpc.ServerCredentials.createSsl(Buffer.from(ca.cert), [{ cert_chain: Buffer.from(serving.cert), private_key: Buffer.from(serving.key) }], true);
-    const tlsServer = await startKonnectivity('127.0.0.1:0', creds);
-    const echo = createNetServer((s) => s.pipe(s));
-    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
-    try {
-      const path = await egressFile('grpc-tls.yaml', [
-        {
-          name: 'cluster',
-          connection: {
-            proxyProtocol: 'GRPC',
-            transport: { tcp: { url: `https://127.0.0.1:${tlsServer.port}`, tlsConfig: { caBundle: join(dir, 'k-ca.crt'), clientCert: join(dir, 'k-client.crt'), clientKey: join(dir, 'k-client.key') } } },
-          },
-        },
-      ]);
-      const dial = loadEgressSelectorConfig(path).cluster;
-      assert.ok(dial);
-      const echoPort = (echo.address() as AddressInfo).port;
-      const conn = await dial('127.0.0.1', echoPort);
-      const answer = new Promise<string>((resolve) => conn.once('data', (d: Buffer) => resolve(d.toString())));
-      conn.write('ping through the tunnel');
-      assert.equal(await answer, 'ping through the tunnel');
-      conn.end();
-      await new Promise<void>((resolve) => conn.once('close', () => resolve()));
-      assert.deepEqual(tlsServer.dials, [`127.0.0.1:${echoPort}`]);
-      // A dial the server refuses rejects with its error.
-      await assert.rejects(dial('127.0.0.1', 1), /through the konnectivity server https:\/\/127\.0\.0\.1:\d+\/: connect ECONNREFUSED/);
-    } finally {
-      tlsServer.close();
-      await new Promise((resolve) => echo.close(resolve));
-    }
+  it('refuses GRPC over TCP, as kube-apiserver 1.23 does (the konnectivity server only on a Unix socket)', async () => {
+    const path = await egressFile('grpc-tcp.yaml', [{ name: 'cluster', connection: { proxyProtocol: 'GRPC', transport: { tcp: { url: 'http://127.0.0.1:1' } } } }]);
+    assert.throws(() => loadEgressSelectorConfig(path), /egressSelections\[0\]\.connection\.uds: Required value: UDS must be set with GRPC/);
   });
 
   it('OIDC discovery and keys through the controlplane egress', async () => {
