@@ -248,8 +248,11 @@ void describe('orchlet in API-server mode (kubectl)', () => {
     const containerID = mirror.status.containerStatuses[0].containerID;
 
     // Not --wait: the agent deletes the mirror and creates the next one at once (as kubelet does in one
-    // syncPod), and kubectl's wait for deletion, which lists by name after its first check, can then see
-    // only the new mirror and never the old one's DELETED event.
+    // syncPod). kubectl's wait for deletion (1.27 to 1.33) compares UIDs only on its first GET; it then lists
+    // by name, checks its store after the informer's 100 ms sync poll and waits for a DELETED event from the
+    // list's resourceVersion on. A recreation between that GET and that check leaves it holding the new mirror
+    // with the DELETED event already behind it, so it waits for ever, against Kubernetes too: kubectl's race,
+    // not the server's (the server's answers are pinned down in delete-wait-recreate.test.ts).
     assert.equal((await c.kubectl(['delete', 'pod', mirrorName, '--wait=false'])).code, 0);
     const again = await waitPod(mirrorName, 'recreated', (x) => x.metadata.uid !== mirror.metadata.uid && x.status?.phase === 'Running', 30_000);
     assert.equal(again.status.containerStatuses[0].containerID, containerID, 'the static pod kept running');
