@@ -6,15 +6,21 @@
  *   --allow-privileged, a legacy-format batch audit log, and the service-account token options (discovery
  *   document, TokenRequest's cap and audiences, the token accepted);
  * - etcd over TLS: the --kvstore-* client options and prefix, compaction, encryption at rest seen in etcd, and
- *   --watch-cache=false (lists with resourceVersion=0 paged by storage, no cache metrics).
+ *   --watch-cache=false (lists with resourceVersion=0 paged by storage, no cache metrics);
+ * - authentication and authorization: the request-header options (a front proxy's client certificate and
+ *   identity headers), a token webhook and an authorization webhook the test serves (the review versions and
+ *   the token cache), an ABAC policy file, and audit log rotation (size, backups, gzip, the JSON version).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, request as httpsRequest, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
+import { stringify } from 'yaml';
 import { makeCA, makeClientCert, makeServingCert } from '../../src/server/certs.js';
 import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
 import { requireBinary } from '../helpers/binaries.js';
@@ -222,5 +228,183 @@ void describe('server options on the binary: etcd over TLS', { skip: requireBina
     assert.ok(list.json.metadata.continue);
     const m = await c.request('GET', '/metrics');
     assert.doesNotMatch(m.text, /^watch_cache_capacity\{/m);
+  });
+});
+
+/** An HTTPS webhook answering TokenReviews (/authn) and SubjectAccessReviews (/authz), keeping what it was sent. */
+async function reviewWebhook(dir: string): Promise<{ server: Server; reviews: Json[]; kubeconfig(path: string): Promise<string> }> {
+  const ca = await makeCA('optbin-hook-ca');
+  const serving = await makeServingCert(ca.cert, ca.key, 'hook', ['127.0.0.1']);
+  const reviews: Json[] = [];
+  const server = createServer({ cert: serving.cert, key: serving.key }, (req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (d: string) => (body += d));
+    req.on('end', () => {
+      const review = JSON.parse(body) as Json;
+      reviews.push({ ...review, path: req.url });
+      res.setHeader('content-type', 'application/json');
+      if (req.url === '/authn') {
+        const ok = review.spec.token === 'hook-token-1';
+        res.end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'TokenReview', status: ok ? { authenticated: true, user: { username: 'hooked', groups: ['hook-group'] } } : { authenticated: false } }));
+      } else {
+        // allows the user hooked everything; no opinion on anyone else
+        const allowed = review.spec.user === 'hooked';
+        res.end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'SubjectAccessReview', status: { allowed } }));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    server,
+    reviews,
+    async kubeconfig(path) {
+      const file = join(dir, `${path}.kubeconfig`);
+      await writeFile(
+        file,
+        stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [{ name: 'hook', cluster: { server: `https://127.0.0.1:${port}/${path}`, 'certificate-authority-data': Buffer.from(ca.cert).toString('base64') } }],
+          users: [{ name: 'apiserver', user: {} }],
+          contexts: [{ name: 'hook', context: { cluster: 'hook', user: 'apiserver' } }],
+          'current-context': 'hook',
+        }),
+      );
+      return file;
+    },
+  };
+}
+
+void describe('server options on the binary: authentication, authorization, audit rotation', () => {
+  let c: BinCluster;
+  let dir = '';
+  let hook: Awaited<ReturnType<typeof reviewWebhook>>;
+  const proxy: { cert: string; key: string } = { cert: '', key: '' };
+  const stranger: { cert: string; key: string } = { cert: '', key: '' };
+  const auditDir = () => join(dir, 'audit');
+
+  /** A request with a client certificate and extra headers; the status and body. */
+  const call = (path: string, o: { cert?: { cert: string; key: string }; token?: string; headers?: Record<string, string>; method?: string; body?: string } = {}) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpsRequest(
+        c.url + path,
+        {
+          method: o.method ?? 'GET',
+          ca: c.caCert,
+          agent: false,
+          ...(o.cert ? { cert: o.cert.cert, key: o.cert.key } : {}),
+          headers: { ...(o.token ? { authorization: `Bearer ${o.token}` } : {}), ...(o.body ? { 'content-type': 'application/json' } : {}), ...o.headers },
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end(o.body);
+    });
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'orch-optbin-authn-'));
+    const proxyCA = await makeCA('optbin-front-proxy-ca');
+    Object.assign(proxy, await makeClientCert({ caCert: proxyCA.cert, caKey: proxyCA.key, commonName: 'front-proxy' }));
+    Object.assign(stranger, await makeClientCert({ caCert: proxyCA.cert, caKey: proxyCA.key, commonName: 'not-allowed' }));
+    await writeFile(join(dir, 'front-proxy-ca.crt'), proxyCA.cert);
+    hook = await reviewWebhook(dir);
+    // ABAC: bob reads namespaces, the group readers reads configmaps; admin (the token file's) everything
+    await writeFile(
+      join(dir, 'abac.jsonl'),
+      [
+        { apiVersion: 'abac.authorization.kubernetes.io/v1beta1', kind: 'Policy', spec: { user: 'bob', resource: 'namespaces', namespace: '*', apiGroup: '*', readonly: true } },
+        { apiVersion: 'abac.authorization.kubernetes.io/v1beta1', kind: 'Policy', spec: { group: 'readers', resource: 'configmaps', namespace: '*', apiGroup: '*', readonly: true } },
+        { apiVersion: 'abac.authorization.kubernetes.io/v1beta1', kind: 'Policy', spec: { group: 'system:masters', resource: '*', namespace: '*', apiGroup: '*', nonResourcePath: '*' } },
+      ]
+        .map((l) => JSON.stringify(l))
+        .join('\n') + '\n',
+    );
+    await writeFile(
+      join(dir, 'audit-policy.yaml'),
+      ['apiVersion: audit.k8s.io/v1', 'kind: Policy', 'omitStages: [RequestReceived]', 'rules:', '- level: Request', '  resources: [{group: "", resources: [configmaps]}]', '- level: Metadata', ''].join('\n'),
+    );
+    c = await startBinCluster([
+      `--requestheader-client-ca-file=${join(dir, 'front-proxy-ca.crt')}`,
+      '--requestheader-allowed-names=front-proxy',
+      '--requestheader-username-headers=X-Remote-User',
+      '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+      `--authentication-token-webhook-config-file=${await hook.kubeconfig('authn')}`,
+      '--authentication-token-webhook-version=v1',
+      '--authentication-token-webhook-cache-ttl=1h',
+      '--authorization-mode=ABAC,Webhook',
+      `--authorization-policy-file=${join(dir, 'abac.jsonl')}`,
+      `--authorization-webhook-config-file=${await hook.kubeconfig('authz')}`,
+      '--authorization-webhook-version=v1',
+      `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
+      `--audit-log-path=${join(auditDir(), 'audit.log')}`,
+      '--audit-log-version=audit.k8s.io/v1beta1',
+      '--audit-log-maxsize=1',
+      '--audit-log-maxbackup=1',
+      '--audit-log-compress',
+    ]);
+  });
+  after(async () => {
+    await c?.stop();
+    hook?.server.closeAllConnections();
+    hook?.server.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  void it('--requestheader-*: the front proxy names the user, groups and extras; another certificate of the CA is not trusted', async () => {
+    const headers = { 'X-Remote-User': 'bob', 'X-Remote-Group': 'readers', 'X-Remote-Extra-Scopes': 'view' };
+    assert.equal((await call('/api/v1/namespaces', { cert: proxy, headers })).status, 200, 'bob may list namespaces (ABAC)');
+    assert.equal((await call('/api/v1/namespaces/default/configmaps', { cert: proxy, headers })).status, 200, 'the group readers may list configmaps (ABAC)');
+    assert.equal((await call('/api/v1/namespaces/default/secrets', { cert: proxy, headers })).status, 403, 'nothing allows secrets');
+    const notAllowed = await call('/api/v1/namespaces', { cert: stranger, headers });
+    // the request-header authenticator's error fails the request before the anonymous fallback, as in 1.23
+    assert.equal(notAllowed.status, 401, `a name outside --requestheader-allowed-names is refused: ${notAllowed.body}`);
+    // the audit log names the proxied user with the extra
+    const ev = await eventually('the audited proxied request', async () => {
+      const text = await readFile(join(auditDir(), 'audit.log'), 'utf8').catch(() => '');
+      return text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Json)
+        .find((e) => e.user?.username === 'bob' && e.requestURI === '/api/v1/namespaces');
+    });
+    assert.equal(ev.apiVersion, 'audit.k8s.io/v1beta1', '--audit-log-version');
+    assert.deepEqual(ev.user.groups, ['readers', 'system:authenticated']);
+    assert.deepEqual(ev.user.extra, { scopes: ['view'] });
+  });
+
+  void it('token webhook v1 with its cache; authorization webhook v1 after ABAC has no opinion', async () => {
+    const before = hook.reviews.filter((r) => r.path === '/authn').length;
+    for (let i = 0; i < 3; i++) assert.equal((await call('/api/v1/namespaces/default/pods', { token: 'hook-token-1' })).status, 200);
+    const authn = hook.reviews.filter((r) => r.path === '/authn');
+    assert.equal(authn.length - before, 1, 'the answer is cached (--authentication-token-webhook-cache-ttl=1h)');
+    assert.equal(authn.at(-1)!.apiVersion, 'authentication.k8s.io/v1');
+    const authz = hook.reviews.filter((r) => r.path === '/authz' && r.spec.user === 'hooked');
+    assert.ok(authz.length >= 1, 'ABAC has no rule for hooked: the webhook decided');
+    assert.equal(authz.at(-1)!.apiVersion, 'authorization.k8s.io/v1');
+    assert.deepEqual(authz.at(-1)!.spec.groups, ['hook-group', 'system:authenticated']);
+    assert.equal((await call('/api/v1/namespaces', { token: 'wrong' })).status, 401);
+  });
+
+  void it('--audit-log-maxsize, --audit-log-maxbackup and --audit-log-compress: rotated at 1 MiB, one gzip backup kept', async () => {
+    const big = 'x'.repeat(400 * 1024);
+    for (let i = 0; i < 8; i++) {
+      const r = await c.request('POST', '/api/v1/namespaces/default/configmaps', { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `big-${i}` }, data: { big } } });
+      assert.equal(r.status, 201, r.text);
+    }
+    const files = await eventually('rotated files', async () => {
+      const names = await readdir(auditDir());
+      return names.some((n) => n.endsWith('.gz')) ? names : undefined;
+    });
+    const backups = files.filter((n) => n !== 'audit.log');
+    assert.equal(backups.length, 1, files.join(' '));
+    assert.match(backups[0]!, /^audit-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}\.log\.gz$/);
   });
 });
