@@ -132,8 +132,13 @@ export function equalValues(a: unknown, b: unknown): boolean {
 
 const GO_JSON_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
+/** Characters goJsonString writes other than as themselves (most strings have none). */
+// eslint-disable-next-line no-control-regex -- control characters are what Go escapes
+const NEEDS_GO_ESCAPE = /["\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]/;
+
 /** A string as Go's encoding/json writes it (HTML characters and U+2028/2029 escaped). */
 export function goJsonString(s: string): string {
+  if (!NEEDS_GO_ESCAPE.test(s)) return '"' + s + '"';
   let out = '"';
   for (let i = 0; i < s.length; i++) {
     const ch = s[i] as string;
@@ -881,6 +886,11 @@ export interface WalkRules {
   /** Scalar type errors, when both sides must be valid (merge) rather than one (compare). */
   strictScalars?: boolean;
   errors?: WalkError[];
+  /**
+   * Identical (===) objects on both sides are not walked and give undefined: for a comparison, which
+   * finds nothing in them and does not use the merged value (a status write keeps the live spec).
+   */
+  skipIdentical?: boolean;
   defs: Definitions;
 }
 
@@ -964,6 +974,7 @@ export function scalarError(t: NonNullable<Atom['scalar']>, v: unknown): string 
  * structured-merge-diff merges them. Returns the merged value (undefined when there is none).
  */
 export function walk2(lhs: unknown, rhs: unknown, type: Schema, path: Path, rules: WalkRules): unknown {
+  if (rules.skipIdentical && lhs === rhs && typeof lhs === 'object' && lhs !== null) return undefined;
   const atom = atomOf(type, rules.defs);
   const al = deduceAtom(atom, lhs);
   const ar = deduceAtom(atom, rhs);
@@ -1027,6 +1038,8 @@ function walkMap(m: NonNullable<Atom['map']>, w: Walker, rules: WalkRules): void
 
 interface IndexedList {
   order: PathElement[];
+  /** The peId of each element of `order`. */
+  ids: string[];
   items: Map<string, { pe: PathElement; item: unknown }>;
 }
 
@@ -1036,7 +1049,7 @@ function peId(e: PathElement): string {
 }
 
 function indexList(list: NonNullable<Atom['list']>, items: unknown[] | undefined, defs: Definitions): IndexedList {
-  const out: IndexedList = { order: [], items: new Map() };
+  const out: IndexedList = { order: [], ids: [], items: new Map() };
   (items ?? []).forEach((item, i) => {
     let e: PathElement;
     try {
@@ -1048,6 +1061,7 @@ function indexList(list: NonNullable<Atom['list']>, items: unknown[] | undefined
     if (out.items.has(id)) return; // duplicates: the first one counts
     out.items.set(id, { pe: e, item });
     out.order.push(e);
+    out.ids.push(id);
   });
   return out;
 }
@@ -1066,9 +1080,9 @@ function walkList(list: NonNullable<Atom['list']>, w: Walker, rules: WalkRules):
     if (v !== undefined) out.push(v);
   };
   // Items both sides have, in the order the right side has them.
-  const shared = R.order.filter((e) => L.items.has(peId(e)));
+  const shared = R.ids.filter((id) => L.items.has(id));
   let si = 0;
-  let nextShared: PathElement | undefined = shared[si++];
+  let nextShared: string | undefined = shared[si++];
   const advanceShared = () => {
     nextShared = shared[si++];
   };
@@ -1076,32 +1090,32 @@ function walkList(list: NonNullable<Atom['list']>, w: Walker, rules: WalkRules):
   let ri = 0;
   while (li < L.order.length || ri < R.order.length) {
     if (li < L.order.length && ri < R.order.length) {
-      const e = L.order[li] as PathElement;
-      if (peId(e) === peId(R.order[ri] as PathElement)) {
-        mergeItem(e, L.items.get(peId(e))?.item, R.items.get(peId(e))?.item);
+      const id = L.ids[li] as string;
+      if (id === R.ids[ri]) {
+        mergeItem(L.order[li] as PathElement, L.items.get(id)?.item, R.items.get(id)?.item);
         li++;
         ri++;
         advanceShared();
         continue;
       }
-      if (R.items.has(peId(e)) && nextShared !== undefined && peId(nextShared) !== peId(e)) {
+      if (R.items.has(id) && nextShared !== undefined && nextShared !== id) {
         li++; // a shared item, but not the one due now
         continue;
       }
     }
     if (li < L.order.length) {
-      const e = L.order[li] as PathElement;
-      if (!R.items.has(peId(e))) {
-        mergeItem(e, L.items.get(peId(e))?.item, undefined);
+      const id = L.ids[li] as string;
+      if (!R.items.has(id)) {
+        mergeItem(L.order[li] as PathElement, L.items.get(id)?.item, undefined);
         li++;
         continue;
       }
     }
     if (ri < R.order.length) {
-      const e = R.order[ri] as PathElement;
-      mergeItem(e, L.items.get(peId(e))?.item, R.items.get(peId(e))?.item);
+      const id = R.ids[ri] as string;
+      mergeItem(R.order[ri] as PathElement, L.items.get(id)?.item, R.items.get(id)?.item);
       ri++;
-      if (nextShared !== undefined && peId(nextShared) === peId(e)) advanceShared();
+      if (nextShared !== undefined && nextShared === id) advanceShared();
     } else {
       li++; // a shared item the right side already gave
     }
@@ -1129,6 +1143,7 @@ export function diffOwnedChanged(oldObj: unknown, newObj: unknown, schema: Schem
   const c: Comparison = { added: new FieldSet(), modified: new FieldSet(), removed: new FieldSet() };
   walk2(oldObj ?? {}, newObj ?? {}, schema, [], {
     defs,
+    skipIdentical: true,
     leaf: (w) => {
       if (w.lhs === undefined) c.added.insert(w.path);
       else if (w.rhs === undefined) c.removed.insert(w.path);

@@ -114,9 +114,13 @@ const podField = (part: 'spec' | 'status', field: string) => (obj: KObject) => {
 };
 
 const statusStrategy: SubresourceStrategy = {
-  /** pods/status keeps spec and ownerReferences (old kubelets corrupted them). */
+  /**
+   * pods/status keeps spec and ownerReferences (old kubelets corrupted them). The spec is the live one
+   * itself, as Kubernetes' `newPod.Spec = oldPod.Spec` shares its slices and maps: nothing after this
+   * changes a stored (already defaulted, canonical) spec, and the field manager's comparison skips it.
+   */
   prepareForUpdate(obj: KObject, old: KObject): void {
-    if (old.spec !== undefined) obj.spec = structuredClone(old.spec);
+    if (old.spec !== undefined) obj.spec = old.spec;
     else delete obj.spec;
     const meta = (obj.metadata ??= {});
     if (old.metadata?.ownerReferences !== undefined) meta.ownerReferences = structuredClone(old.metadata.ownerReferences);
