@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { CriClient, CriError, grpcTarget } from '../../src/agent/runtime/cri/client.js';
-import { runtimeErrorOf } from '../../src/agent/runtime/cri.js';
+import { CriRuntime, runtimeErrorOf } from '../../src/agent/runtime/cri.js';
+import { waitFor } from './runtime-contract.js';
 
 const PROTO = fileURLToPath(new URL('../../../src/agent/runtime/cri/api.proto', import.meta.url));
 
@@ -110,5 +111,35 @@ void describe('CRI client', () => {
     assert.equal(grpcTarget('/run/containerd/containerd.sock'), 'unix:///run/containerd/containerd.sock');
     assert.equal(grpcTarget('tcp://127.0.0.1:5000'), '127.0.0.1:5000');
     assert.throws(() => grpcTarget('npipe:////./pipe/containerd'), /unsupported CRI endpoint/);
+  });
+
+  void it('takes container events from a runtime that streams them (GetContainerEvents), without waiting for a relist', async () => {
+    const def = protoLoader.loadSync(PROTO, { keepCase: false, longs: String, enums: String, defaults: true });
+    const methods = def['runtime.v1.RuntimeService'] as unknown as Record<string, grpc.MethodDefinition<object, object>>;
+    const streams: grpc.ServerWritableStream<object, object>[] = [];
+    const v1 = new grpc.Server();
+    v1.addService(methods, {
+      Version: (_call: unknown, cb: grpc.sendUnaryData<object>) => cb(null, { version: '0.1.0', runtimeName: 'streaming-runtime', runtimeVersion: '2.0', runtimeApiVersion: 'v1' }),
+      ListContainers: (_call: unknown, cb: grpc.sendUnaryData<object>) => cb(null, { containers: [] }),
+      GetContainerEvents: (call: grpc.ServerWritableStream<object, object>) => streams.push(call),
+    });
+    const socket = join(dir, 'v1.sock');
+    await new Promise<void>((resolve, reject) => v1.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+    // a relist period longer than the test: what arrives comes from the stream
+    const rt = await CriRuntime.connect({ runtimeEndpoint: `unix://${socket}`, requestTimeoutMs: 5000, eventPollMs: 600_000 });
+    const events: string[] = [];
+    const off = rt.onContainerEvent((e) => events.push(`${e.type} ${e.containerId} ${e.podSandboxId}`));
+    try {
+      const stream = await waitFor('the event stream to open', () => streams[0]);
+      for (const containerEventType of ['CONTAINER_CREATED_EVENT', 'CONTAINER_STARTED_EVENT', 'CONTAINER_STOPPED_EVENT', 'CONTAINER_DELETED_EVENT']) {
+        stream.write({ containerId: 'c1', containerEventType, createdAt: '1', podSandboxStatus: { id: 'sb1' } });
+      }
+      await waitFor('three events', () => (events.length >= 3 ? true : undefined));
+      assert.deepEqual(events, ['CONTAINER_STARTED_EVENT c1 sb1', 'CONTAINER_STOPPED_EVENT c1 sb1', 'CONTAINER_DELETED_EVENT c1 sb1']);
+    } finally {
+      off();
+      await rt.detach();
+      v1.forceShutdown();
+    }
   });
 });

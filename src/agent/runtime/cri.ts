@@ -7,9 +7,10 @@
 //     (which would kill them at once), as kubelet's KillPod does;
 //   - removeContainer refuses a running container and removes its log file; removePodSandbox
 //     removes the sandbox's log files and the pod-level cgroup it placed the sandbox in;
-//   - container events are found by polling ListContainers (kubelet's PLEG relist), since
-//     containerd 1.6 has no GetContainerEvents; starts and stops the agent asks for are reported
-//     at once;
+//   - container events are found by polling ListContainers (kubelet's PLEG relist); with a runtime
+//     that streams them (GetContainerEvents, CRI 1.27+: containerd 1.7, not 1.6, which answers
+//     UNIMPLEMENTED) they are also taken from the stream as they happen, the relist staying for what
+//     the stream misses; starts and stops the agent asks for are reported at once;
 //   - privileged containers are refused unless the agent allows them (allowPrivileged).
 // Sandboxes without a cgroup parent are placed under `<cgroupRoot>/pod<uid>` when cgroupRoot is set.
 //
@@ -120,6 +121,10 @@ export class CriRuntime implements Runtime {
    */
   private readonly freshStatus = new Map<string, { at: number; status: cri.PodSandboxStatus }>();
   private pollTimer: NodeJS.Timeout | undefined;
+  /** Cancels the GetContainerEvents stream, while one is open. */
+  private cancelEvents: (() => void) | undefined;
+  /** The runtime answered GetContainerEvents with UNIMPLEMENTED: not asked again. */
+  private noEventStream = false;
   private polling = false;
   private closed = false;
   /** When the last relist succeeded (ms; 0: never). */
@@ -487,6 +492,7 @@ export class CriRuntime implements Runtime {
       void this.relist();
       this.pollTimer = setInterval(() => void this.relist(), Math.max(50, this.options.eventPollMs ?? 1000));
       this.pollTimer.unref();
+      this.watchEvents();
     }
     return () => {
       this.listeners.delete(listener);
@@ -497,6 +503,36 @@ export class CriRuntime implements Runtime {
   private stopPolling(): void {
     clearInterval(this.pollTimer);
     this.pollTimer = undefined;
+    this.cancelEvents?.();
+    this.cancelEvents = undefined;
+  }
+
+  /** Opens the runtime's event stream (if it has one); a stream that breaks is opened again after a second. */
+  private watchEvents(): void {
+    if (this.noEventStream || this.closed || this.cancelEvents !== undefined) return;
+    this.cancelEvents = this.client.containerEvents(
+      (e) => this.onRuntimeEvent(e),
+      (err) => {
+        this.cancelEvents = undefined;
+        if (err?.unimplemented === true) this.noEventStream = true;
+        if (this.noEventStream || this.closed || this.pollTimer === undefined) return;
+        setTimeout(() => {
+          if (this.pollTimer !== undefined) this.watchEvents();
+        }, 1000).unref();
+      },
+    );
+  }
+
+  /** One event from the runtime's stream: reported as a change of the container's state. */
+  private onRuntimeEvent(e: cri.ContainerEventResponse): void {
+    const id = e.containerId;
+    // The sandbox this agent knows the container by first (the event's own is its fallback).
+    const sandbox = this.sandboxOf.get(id) ?? e.podSandboxStatus?.id ?? '';
+    if (sandbox !== '') this.sandboxOf.set(id, sandbox);
+    if (e.containerEventType === 'CONTAINER_DELETED_EVENT') this.forget(id, sandbox);
+    else if (e.containerEventType === 'CONTAINER_STARTED_EVENT') this.emitChange(id, sandbox, 'CONTAINER_RUNNING');
+    else if (e.containerEventType === 'CONTAINER_STOPPED_EVENT') this.emitChange(id, sandbox, 'CONTAINER_EXITED');
+    else this.emitChange(id, sandbox, 'CONTAINER_CREATED');
   }
 
   /** One relist now (the agent makes one before it first reports the node's state); resolves when done. */

@@ -33,6 +33,11 @@ export class CriError extends Error {
     return this.code === grpc.status.NOT_FOUND;
   }
 
+  /** The runtime does not have the call. */
+  get unimplemented(): boolean {
+    return this.code === grpc.status.UNIMPLEMENTED;
+  }
+
   /** The runtime could not be reached or did not answer in time. */
   get unavailable(): boolean {
     return this.code === grpc.status.UNAVAILABLE || this.code === grpc.status.DEADLINE_EXCEEDED;
@@ -141,6 +146,29 @@ class Service {
       );
     });
   }
+}
+
+/** A server stream of a service: `onData` for each message, then `onEnd` once (with the error, if it failed). */
+function serverStream<Res>(service: Service, method: string, request: object, onData: (m: Res) => void, onEnd: (err: CriError | undefined) => void): () => void {
+  const m = service.methods[method];
+  if (!m) {
+    onEnd(new CriError(`${service.name}.${method}`, grpc.status.UNIMPLEMENTED, `unknown CRI method ${service.name}.${method}`));
+    return () => {};
+  }
+  const call = service.channel.makeServerStreamRequest(m.path, m.requestSerialize, m.responseDeserialize, request, new grpc.Metadata(), {});
+  let ended = false;
+  const end = (err: CriError | undefined): void => {
+    if (ended) return;
+    ended = true;
+    onEnd(err);
+  };
+  call.on('data', (d: unknown) => onData(d as Res));
+  call.on('error', (err: grpc.ServiceError) => end(new CriError(`${service.name}.${method}`, err.code, err.details)));
+  call.on('end', () => end(undefined));
+  return () => {
+    ended = true;
+    call.cancel();
+  };
 }
 
 export class CriClient {
@@ -299,6 +327,19 @@ export class CriClient {
   async portForward(podSandboxId: string, port: number[]): Promise<string> {
     const r = await this.runtime.call<{ url: string }>('PortForward', { podSandboxId, port }, this.timeoutMs);
     return r.url;
+  }
+
+  /**
+   * GetContainerEvents: the runtime's container events as they happen, until the returned function
+   * cancels the stream or it ends (`onEnd`, with the error: UNIMPLEMENTED from runtimes before CRI
+   * 1.27, such as containerd 1.6, and always under runtime.v1alpha2, which has no such call).
+   */
+  containerEvents(onEvent: (e: cri.ContainerEventResponse) => void, onEnd: (err: CriError | undefined) => void): () => void {
+    if (this.runtime.version !== 'v1') {
+      onEnd(new CriError('RuntimeService.GetContainerEvents', grpc.status.UNIMPLEMENTED, 'runtime.v1alpha2 has no container events'));
+      return () => {};
+    }
+    return serverStream(this.runtime, 'GetContainerEvents', {}, onEvent, onEnd);
   }
 
   // --- ImageService ---------------------------------------------------------------------------

@@ -272,3 +272,11 @@ export interface FilesystemUsage {
   usedBytes?: { value: number };
   inodesUsed?: { value: number };
 }
+
+/** One event of GetContainerEvents (CRI 1.27+). */
+export interface ContainerEventResponse {
+  containerId: string;
+  containerEventType: 'CONTAINER_CREATED_EVENT' | 'CONTAINER_STARTED_EVENT' | 'CONTAINER_STOPPED_EVENT' | 'CONTAINER_DELETED_EVENT';
+  createdAt: number;
+  podSandboxStatus?: PodSandboxStatus | null;
+}
