@@ -144,8 +144,19 @@ const META_KINDS: Readonly<Record<string, string>> = {
 
 /** The message of a kind at an apiVersion, or undefined when it has none (served as JSON only). */
 export function kindMessage(apiVersion: string, kind: string): string | undefined {
-  return KUBERNETES_KINDS[`${apiVersion}/${kind}`] ?? META_KINDS[kind];
+  const hit = kindMessages.get(apiVersion)?.get(kind);
+  if (hit !== undefined) return hit;
+  const message = KUBERNETES_KINDS[`${apiVersion}/${kind}`];
+  if (message === undefined) return META_KINDS[kind];
+  // Only kinds of the table are remembered (a bounded set), so a client's made-up kinds do not grow it.
+  let byKind = kindMessages.get(apiVersion);
+  if (!byKind) kindMessages.set(apiVersion, (byKind = new Map()));
+  byKind.set(kind, message);
+  return message;
 }
+
+/** apiVersion → kind → message, filled on first use: no key string built per encode or decode. */
+const kindMessages = new Map<string, Map<string, string>>();
 
 /** Every 'apiVersion/Kind' with a message. */
 export function protobufKinds(): string[] {
@@ -312,6 +323,8 @@ class Reader {
 class Writer {
   buf: Buffer;
   len = 0;
+  /** Where the writer is in the value, for error messages (see `where`). */
+  readonly path: (string | number)[] = [];
   constructor(size = 512) {
     this.buf = Buffer.allocUnsafe(size);
   }
@@ -844,25 +857,46 @@ export function decodeObject(body: Uint8Array, fallback?: { apiVersion: string; 
 // ---------------------------------------------------------------------------------------------------------
 // Encoding
 
-function toInt(v: Json, what: string): number {
+/**
+ * Where the writer is, for error messages only: the root message's name, then a field's JSON key, a list index
+ * (a number) or a map key (as "[key]"). Kept as a stack on the writer, so that no path string is built unless
+ * an error needs it. A map key is pushed after the MAP_KEY marker.
+ */
+function where(w: Writer): string {
+  let out = '';
+  let mapKey = false;
+  for (const seg of w.path) {
+    if (seg === MAP_KEY) mapKey = true;
+    else if (typeof seg === 'number' || mapKey) {
+      out += `[${seg}]`;
+      mapKey = false;
+    } else out += out === '' ? seg : `.${seg}`;
+  }
+  return out;
+}
+
+/** In a writer's path: the next segment is a map key. */
+const MAP_KEY = 0.5;
+
+function toInt(v: Json, w: Writer): number {
   if (typeof v === 'number' && Number.isFinite(v)) return Math.trunc(v);
   if (typeof v === 'bigint') return Number(v);
   if (typeof v === 'string' && /^-?\d+$/.test(v)) return Number(v);
   if (v === undefined || v === null) return 0;
-  throw new ProtobufEncodeError(`${what} is not an integer: ${JSON.stringify(v)}`);
+  throw new ProtobufEncodeError(`${where(w)} is not an integer: ${JSON.stringify(v)}`);
 }
 
-function scalarString(v: Json, what: string): string {
+function scalarString(v: Json, w: Writer): string {
   if (typeof v === 'string') return v;
   if (v === undefined || v === null) return '';
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
-  throw new ProtobufEncodeError(`${what} is not a string: ${JSON.stringify(v)}`);
+  throw new ProtobufEncodeError(`${where(w)} is not a string: ${JSON.stringify(v)}`);
 }
 
-function writeScalar(w: Writer, no: number, type: string, v: Json, what: string): void {
+function writeScalar(w: Writer, no: number, type: string, v: Json): void {
   switch (type) {
     case 'string':
-      w.string(no, scalarString(v, what));
+      w.string(no, scalarString(v, w));
       return;
     case 'bytes':
       w.bytes(no, typeof v === 'string' ? Buffer.from(v, 'base64') : v instanceof Uint8Array ? v : EMPTY);
@@ -873,11 +907,11 @@ function writeScalar(w: Writer, no: number, type: string, v: Json, what: string)
       return;
     case 'int32':
       w.tag(no, WIRE_VARINT);
-      w.int(toInt(v, what) | 0);
+      w.int(toInt(v, w) | 0);
       return;
     case 'int64':
       w.tag(no, WIRE_VARINT);
-      w.int(toInt(v, what));
+      w.int(toInt(v, w));
       return;
     case 'double':
       w.double(no, typeof v === 'number' ? v : Number(v ?? 0));
@@ -887,12 +921,12 @@ function writeScalar(w: Writer, no: number, type: string, v: Json, what: string)
   }
 }
 
-function writeCustom(w: Writer, codec: CustomCodec, v: Json, what: string): void {
+function writeCustom(w: Writer, codec: CustomCodec, v: Json): void {
   switch (codec) {
     case 'time':
     case 'microTime': {
       if (v === null || v === undefined || v === '') return; // zero time: an empty message
-      if (typeof v !== 'string') throw new ProtobufEncodeError(`${what} is not a time string`);
+      if (typeof v !== 'string') throw new ProtobufEncodeError(`${where(w)} is not a time string`);
       const t = parseTime(v);
       w.tag(1, WIRE_VARINT);
       w.int(t.seconds);
@@ -901,7 +935,7 @@ function writeCustom(w: Writer, codec: CustomCodec, v: Json, what: string): void
       return;
     }
     case 'quantity':
-      w.string(1, v === undefined || v === null ? '0' : scalarString(v, what));
+      w.string(1, v === undefined || v === null ? '0' : scalarString(v, w));
       return;
     case 'fieldsV1':
       w.string(1, JSON.stringify(v ?? {}));
@@ -914,34 +948,34 @@ function writeCustom(w: Writer, codec: CustomCodec, v: Json, what: string): void
       w.tag(1, WIRE_VARINT);
       w.varint(str ? 1 : 0);
       w.tag(2, WIRE_VARINT);
-      w.int(str ? 0 : toInt(v, what) | 0);
+      w.int(str ? 0 : toInt(v, w) | 0);
       w.string(3, str ? v : '');
       return;
     }
     case 'stringList':
       if (v === undefined || v === null) return;
-      if (!Array.isArray(v)) throw new ProtobufEncodeError(`${what} is not a list`);
-      for (const s of v) w.string(1, scalarString(s, what));
+      if (!Array.isArray(v)) throw new ProtobufEncodeError(`${where(w)} is not a list`);
+      for (const s of v) w.string(1, scalarString(s, w));
       return;
     case 'duration':
       w.tag(1, WIRE_VARINT);
-      w.int(typeof v === 'string' ? parseDuration(v) : toInt(v, what));
+      w.int(typeof v === 'string' ? parseDuration(v) : toInt(v, w));
       return;
   }
 }
 
-function writeValue(w: Writer, d: MessageDescriptor, v: Json, what: string): void {
+function writeValue(w: Writer, d: MessageDescriptor, v: Json): void {
   if (d.custom) {
-    writeCustom(w, d.custom, v, what);
+    writeCustom(w, d.custom, v);
     return;
   }
-  if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) throw new ProtobufEncodeError(`${what} is not an object`);
-  writeFields(w, d, (v ?? {}) as JsonObject, what);
+  if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) throw new ProtobufEncodeError(`${where(w)} is not an object`);
+  writeFields(w, d, (v ?? {}) as JsonObject);
 }
 
-function writeMessage(w: Writer, no: number, f: FieldDescriptor, v: Json, what: string): void {
+function writeMessage(w: Writer, no: number, f: FieldDescriptor, v: Json): void {
   const mark = w.begin(no);
-  writeValue(w, fieldMessage(f), v, what);
+  writeValue(w, fieldMessage(f), v);
   w.end(mark);
 }
 
@@ -950,40 +984,37 @@ function compareKeys(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function writeFields(w: Writer, d: MessageDescriptor, obj: JsonObject, path: string): void {
+/**
+ * Sorts map keys in place, as compareKeys orders them. Maps are mostly a few labels or resource names, often in
+ * order already: those are sorted by insertion without the work arrays Array.prototype.sort allocates.
+ */
+function sortKeys(keys: string[]): void {
+  if (keys.length > 16) {
+    keys.sort(compareKeys);
+    return;
+  }
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i]!;
+    let j = i - 1;
+    if (!(keys[j]! > k)) continue;
+    while (j >= 0 && keys[j]! > k) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
+}
+
+function writeFields(w: Writer, d: MessageDescriptor, obj: JsonObject): void {
+  const path = w.path;
   for (const f of d.byNumber) {
     if (f.inline) {
-      writeMessage(w, f.no, f, obj, path);
+      writeMessage(w, f.no, f, obj);
       continue;
     }
-    const v = obj[f.json];
-    if (f.map) {
-      if (v === undefined || v === null) continue;
-      if (typeof v !== 'object' || Array.isArray(v)) throw new ProtobufEncodeError(`${path}.${f.json} is not a map`);
-      const m = v as JsonObject;
-      const keys = Object.keys(m);
-      if (keys.length > 1) keys.sort(compareKeys);
-      for (const k of keys) {
-        const mark = w.begin(f.no);
-        w.string(1, k);
-        if (f.scalar) writeScalar(w, 2, f.type, m[k], `${path}.${f.json}[${k}]`);
-        else writeMessage(w, 2, f, m[k], `${path}.${f.json}[${k}]`);
-        w.end(mark);
-      }
-      continue;
-    }
-    if (f.repeated) {
-      if (v === undefined || v === null) continue;
-      if (!Array.isArray(v)) throw new ProtobufEncodeError(`${path}.${f.json} is not a list`);
-      for (let i = 0; i < v.length; i++) {
-        if (f.scalar) writeScalar(w, f.no, f.type, v[i], `${path}.${f.json}[${i}]`);
-        else writeMessage(w, f.no, f, v[i], `${path}.${f.json}[${i}]`);
-      }
-      continue;
-    }
-    if (f.presence === 'pointer' && (v === undefined || v === null)) continue;
-    if (f.scalar) writeScalar(w, f.no, f.type, v, `${path}.${f.json}`);
-    else writeMessage(w, f.no, f, v, `${path}.${f.json}`);
+    path.push(f.json);
+    writeField(w, f, obj[f.json]);
+    path.pop();
   }
   const unknown = (obj as { [UNKNOWN_FIELDS]?: Buffer })[UNKNOWN_FIELDS];
   if (unknown !== undefined) {
@@ -993,10 +1024,47 @@ function writeFields(w: Writer, d: MessageDescriptor, obj: JsonObject, path: str
   }
 }
 
+/** One field (not inline) whose JSON value is `v`; the field's key is on top of w.path. */
+function writeField(w: Writer, f: FieldDescriptor, v: Json): void {
+  const path = w.path;
+  if (f.map) {
+    if (v === undefined || v === null) return;
+    if (typeof v !== 'object' || Array.isArray(v)) throw new ProtobufEncodeError(`${where(w)} is not a map`);
+    const m = v as JsonObject;
+    const keys = Object.keys(m);
+    if (keys.length > 1) sortKeys(keys);
+    for (const k of keys) {
+      const mark = w.begin(f.no);
+      w.string(1, k);
+      path.push(MAP_KEY, k);
+      if (f.scalar) writeScalar(w, 2, f.type, m[k]);
+      else writeMessage(w, 2, f, m[k]);
+      path.length -= 2;
+      w.end(mark);
+    }
+    return;
+  }
+  if (f.repeated) {
+    if (v === undefined || v === null) return;
+    if (!Array.isArray(v)) throw new ProtobufEncodeError(`${where(w)} is not a list`);
+    for (let i = 0; i < v.length; i++) {
+      path.push(i);
+      if (f.scalar) writeScalar(w, f.no, f.type, v[i]);
+      else writeMessage(w, f.no, f, v[i]);
+      path.pop();
+    }
+    return;
+  }
+  if (f.presence === 'pointer' && (v === undefined || v === null)) return;
+  if (f.scalar) writeScalar(w, f.no, f.type, v);
+  else writeMessage(w, f.no, f, v);
+}
+
 /** Encodes one JSON value as the (not enveloped) message `typeName`. */
 export function encodeMessage(typeName: string, obj: unknown): Buffer {
   const w = new Writer();
-  writeValue(w, descriptor(typeName), obj, typeName);
+  w.path.push(typeName);
+  writeValue(w, descriptor(typeName), obj);
   return Buffer.from(w.finish());
 }
 
@@ -1014,7 +1082,9 @@ function writeEnvelope(w: Writer, apiVersion: string, kind: string, message: str
   w.string(2, kind);
   w.end(tm);
   const raw = w.begin(2);
-  writeValue(w, descriptor(message), obj, message);
+  w.path.length = 0;
+  w.path.push(message);
+  writeValue(w, descriptor(message), obj);
   w.end(raw);
   w.string(3, ''); // contentEncoding
   w.string(4, ''); // contentType
