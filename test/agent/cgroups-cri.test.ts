@@ -8,26 +8,21 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
-import { get } from 'node:http';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CgroupFs, cgroupOf } from '../../src/agent/cgroups/fs.js';
 import type { Pod } from '../../src/agent/types.js';
-import { requireBinary } from '../helpers/binaries.js';
-import { BUSYBOX_IMAGE, leftovers, missingPrograms, PAUSE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { waitFor } from './runtime-contract.js';
+import { getJSON } from '../helpers/http.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'cg-node';
 const Mi = 1024 * 1024;
 
-const missing = missingPrograms();
-if (missing.length > 0) {
-  for (const p of ['containerd', 'ctr', 'runc', 'busybox', 'ip']) requireBinary(undefined, p);
-  if (process.env.CI === 'true') throw new Error(`containerd tests need: ${missing.join(', ')}`);
-}
+const missing = containerdTestPrerequisites();
 const v1 = existsSync('/sys/fs/cgroup/cpu/cpu.shares');
 
 let harness: ContainerdHarness | undefined;
@@ -36,22 +31,6 @@ after(async () => {
   await harness.stop();
   assert.deepEqual(leftovers(harness), [], 'the harness left nothing behind');
 });
-
-function getJSON(port: number, path: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port, path }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => {
-        try {
-          resolve(JSON.parse(text));
-        } catch (err) {
-          reject(err instanceof Error ? err : new Error(String(err)));
-        }
-      });
-    }).on('error', reject);
-  });
-}
 
 const sleeper = (name: string, resources?: Record<string, unknown>) => ({
   apiVersion: 'v1',

@@ -11,7 +11,6 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { get } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +19,7 @@ import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
 import { requireBinary } from '../helpers/binaries.js';
 import type { Pod } from '../../src/agent/types.js';
+import { getJSON } from '../helpers/http.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'cm-node';
@@ -27,22 +27,6 @@ const dirs: string[] = [];
 after(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
-
-function getJSON(port: number, path: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port, path }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => {
-        try {
-          resolve(JSON.parse(text));
-        } catch (err) {
-          reject(err instanceof Error ? err : new Error(String(err)));
-        }
-      });
-    }).on('error', reject);
-  });
-}
 
 /** The pid of the process whose command line is exactly `argv`. */
 function pidOf(argv: string[]): number | undefined {

@@ -9,12 +9,10 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { requireBinary } from '../helpers/binaries.js';
-import { buildImageLayout, leftovers, missingPrograms, PAUSE_IMAGE, startContainerd, unmountUnder, type ContainerdHarness } from '../helpers/containerd.js';
+import { buildImageLayout, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, startContainerd, unmountUnder, type ContainerdHarness } from '../helpers/containerd.js';
 import { startCluster } from '../helpers/cluster.js';
 import { startAgent } from '../helpers/agent.js';
 import { waitFor } from './runtime-contract.js';
@@ -28,6 +26,7 @@ import { decodeResponse, PluginProvider, ProvidersKeyring, type PluginResponse }
 import { ImagePuller } from '../../src/agent/images.js';
 import type { ImageService } from '../../src/agent/runtime/runtime.js';
 import type { Pod } from '../../src/agent/types.js';
+import { getJSON } from '../helpers/http.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'credprov-node';
@@ -209,27 +208,7 @@ providers:
   });
 });
 
-function getJSON(port: number, path: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port, path }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => {
-        try {
-          resolve(JSON.parse(text));
-        } catch (err) {
-          reject(err instanceof Error ? err : new Error(String(err)));
-        }
-      });
-    }).on('error', reject);
-  });
-}
-
-const missing = missingPrograms();
-if (missing.length > 0) {
-  for (const p of ['containerd', 'ctr', 'runc', 'busybox', 'ip']) requireBinary(undefined, p);
-  if (process.env.CI === 'true') throw new Error(`containerd tests need: ${missing.join(', ')}`);
-}
+const missing = containerdTestPrerequisites();
 
 void describe('bin/orchlet: credential provider plugins', () => {
   void it('refuses a missing bin directory with the gate on; ignores the options with it off', async () => {

@@ -29,7 +29,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { CriClient } from '../../src/agent/runtime/cri/client.js';
-import { findBinary } from './binaries.js';
+import { findBinary, requireBinary } from './binaries.js';
 
 export const BUSYBOX_IMAGE = 'orch.local/busybox:1.35';
 export const PAUSE_IMAGE = 'orch.local/pause:3.6';
@@ -81,6 +81,19 @@ export function cniBinDir(): string | null {
 }
 
 /** The programs (and CNI plugins) this harness needs that are missing; empty when all are there. */
+/**
+ * What the containerd tests lack on this machine (empty when everything is there). Under CI=true a missing
+ * program fails the test file (requireBinary names it) instead of skipping; locally the caller skips with the list.
+ */
+export function containerdTestPrerequisites(extraPrograms: readonly string[] = []): string[] {
+  const missing = missingPrograms();
+  if (missing.length > 0) {
+    for (const p of ['containerd', 'ctr', 'runc', 'busybox', 'ip', ...extraPrograms]) requireBinary(undefined, p);
+    if (process.env.CI === 'true') throw new Error(`containerd tests need: ${missing.join(', ')}`);
+  }
+  return missing;
+}
+
 export function missingPrograms(): string[] {
   const missing: string[] = PROGRAMS.filter((p) => findBinary(p) === null);
   if (cniBinDir() === null) missing.push('CNI plugins bridge, host-local, loopback and portmap (containernetworking-plugins)');
