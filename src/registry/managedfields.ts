@@ -349,6 +349,10 @@ const nodePE = (n: SetNode) => n.pe;
  * paths that continue. Both are kept sorted in path element order. The binary operations return new
  * sets and never change their operands.
  */
+/**
+ * A set of paths, as a sorted tree. The set operations (union, intersection, difference) share the
+ * subtrees they do not change with their operands: only sets being built are mutated (insert, descend).
+ */
 export class FieldSet {
   members: PathElement[] = [];
   children: SetNode[] = [];
@@ -441,10 +445,10 @@ export class FieldSet {
       const y = b[j] as SetNode;
       const c = comparePathElements(x.pe, y.pe);
       if (c < 0) {
-        s.children.push({ pe: x.pe, set: x.set.clone() });
+        s.children.push({ pe: x.pe, set: x.set });
         i++;
       } else if (c > 0) {
-        s.children.push({ pe: y.pe, set: y.set.clone() });
+        s.children.push({ pe: y.pe, set: y.set });
         j++;
       } else {
         s.children.push({ pe: x.pe, set: x.set.union(y.set) });
@@ -452,8 +456,8 @@ export class FieldSet {
         j++;
       }
     }
-    for (; i < a.length; i++) s.children.push({ pe: (a[i] as SetNode).pe, set: (a[i] as SetNode).set.clone() });
-    for (; j < b.length; j++) s.children.push({ pe: (b[j] as SetNode).pe, set: (b[j] as SetNode).set.clone() });
+    for (; i < a.length; i++) s.children.push({ pe: (a[i] as SetNode).pe, set: (a[i] as SetNode).set });
+    for (; j < b.length; j++) s.children.push({ pe: (b[j] as SetNode).pe, set: (b[j] as SetNode).set });
     return s;
   }
 
@@ -476,7 +480,7 @@ export class FieldSet {
     for (const n of this.children) {
       const other = o.child(n.pe);
       if (!other) {
-        s.children.push({ pe: n.pe, set: n.set.clone() });
+        s.children.push({ pe: n.pe, set: n.set });
         continue;
       }
       const d = n.set.difference(other);
@@ -493,7 +497,7 @@ export class FieldSet {
       if (o.hasMember(n.pe)) continue;
       const other = o.child(n.pe);
       if (!other) {
-        s.children.push({ pe: n.pe, set: n.set.clone() });
+        s.children.push({ pe: n.pe, set: n.set });
         continue;
       }
       const d = n.set.recursiveDifference(other);
@@ -1610,8 +1614,10 @@ export interface UpdateTracking {
 
 function withoutManagedFields(obj: unknown): unknown {
   if (!isJsonObject(obj) || !isJsonObject(obj['metadata']) || !hasOwn(obj['metadata'], 'managedFields')) return obj;
-  const metadata = { ...obj['metadata'] };
-  delete metadata['managedFields'];
+  const meta = obj['metadata'];
+  // Copied key by key rather than with `delete`, which leaves a slow dictionary-mode object.
+  const metadata: JsonObject = {};
+  for (const k of Object.keys(meta)) if (k !== 'managedFields') metadata[k] = meta[k];
   return { ...obj, metadata };
 }
 
