@@ -14,9 +14,8 @@
  *     it is not served (Go serves an empty block profile then).
  * `go tool pprof` cannot read them.
  */
-import { Session } from 'node:inspector';
+import type { Session } from 'node:inspector';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import { getHeapSnapshot } from 'node:v8';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Logger } from './log.js';
@@ -121,7 +120,9 @@ function cpuProfileHandler(serverSignal: AbortSignal): Handler {
     const onClose = () => stop.abort();
     req.once('close', onClose);
     serverSignal.addEventListener('abort', onClose, { once: true });
-    const session = new Session();
+    // node:inspector and node:v8 load with the first profile, not with every server
+    const { Session: InspectorSession } = await import('node:inspector');
+    const session = new InspectorSession();
     try {
       session.connect();
       await post(session, 'Profiler.enable');
@@ -144,8 +145,9 @@ function cpuProfileHandler(serverSignal: AbortSignal): Handler {
   };
 }
 
-const heapHandler: Handler = (_req, res) =>
-  new Promise<void>((resolve) => {
+const heapHandler: Handler = async (_req, res) => {
+  const { getHeapSnapshot } = await import('node:v8');
+  return new Promise<void>((resolve) => {
     const snapshot = getHeapSnapshot();
     res.statusCode = 200;
     res.setHeader('Content-Type', 'application/json');
@@ -158,6 +160,7 @@ const heapHandler: Handler = (_req, res) =>
     res.once('close', resolve);
     snapshot.pipe(res);
   });
+};
 
 /** The event-loop delay histogram as text, in nanoseconds (Node.js's counterpart of Go's block profile). */
 function blockProfile(h: IntervalHistogram): string {
