@@ -187,6 +187,9 @@ const WIRE_FIXED64 = 1;
 const WIRE_BYTES = 2;
 const WIRE_FIXED32 = 5;
 
+/** Recently decoded short ASCII strings, by a hash of their bytes (a memo of immutable values). */
+const SHORT_STRINGS: (string | undefined)[] = new Array<string | undefined>(1024);
+
 class Reader {
   pos: number;
   readonly buf: Buffer;
@@ -271,15 +274,28 @@ class Reader {
   string(): string {
     const start = this.span();
     const end = this.pos;
-    // Short ASCII strings (most of Kubernetes' keys and values) without a call into C++.
-    if (end - start <= 24) {
-      let out = '';
+    // Short ASCII strings (most of Kubernetes' keys and values) recur from object to object ('v1', 'Filesystem',
+    // 'ReadWriteOnce', a namespace, a manager): they come from a small cache, checked byte by byte, so the same
+    // string is not allocated again for every object.
+    const len = end - start;
+    if (len <= 32) {
+      const buf = this.buf;
+      let h = len;
       for (let i = start; i < end; i++) {
-        const c = this.buf[i]!;
-        if (c >= 0x80) return this.buf.toString('utf8', start, end);
-        out += String.fromCharCode(c);
+        const c = buf[i]!;
+        if (c >= 0x80) return buf.toString('utf8', start, end);
+        h = (Math.imul(h, 31) + c) | 0;
       }
-      return out;
+      const slot = (h ^ (h >>> 15)) & (SHORT_STRINGS.length - 1);
+      const cached = SHORT_STRINGS[slot];
+      if (cached !== undefined && cached.length === len) {
+        let i = 0;
+        while (i < len && cached.charCodeAt(i) === buf[start + i]) i++;
+        if (i === len) return cached;
+      }
+      const s = buf.toString('latin1', start, end);
+      SHORT_STRINGS[slot] = s;
+      return s;
     }
     return this.buf.toString('utf8', start, end);
   }
@@ -682,9 +698,11 @@ function decodeNested(f: FieldDescriptor, r: Reader, wire: number): Json {
 }
 
 function emptyValue(f: FieldDescriptor): Json {
-  return decodeValue(fieldMessage(f), new Reader(EMPTY), 0);
+  return decodeValue(fieldMessage(f), EMPTY_READER, 0);
 }
 const EMPTY = Buffer.alloc(0);
+/** A reader of no bytes: nothing moves its position, so one serves every empty value. */
+const EMPTY_READER = new Reader(EMPTY);
 
 function decodeMapEntry(f: FieldDescriptor, r: Reader, out: JsonObject): void {
   const start = r.span();
