@@ -891,10 +891,11 @@ export interface WalkRules {
   strictScalars?: boolean;
   errors?: WalkError[];
   /**
-   * Identical (===) objects on both sides are not walked and give undefined: for a comparison, which
-   * finds nothing in them and does not use the merged value (a status write keeps the live spec).
+   * A comparison, which does not use the merged value: none is built (walk2 gives undefined for
+   * containers), and identical (===) objects on both sides, where it finds nothing, are not walked
+   * (a status write keeps the live spec).
    */
-  skipIdentical?: boolean;
+  comparing?: boolean;
   defs: Definitions;
 }
 
@@ -978,7 +979,7 @@ export function scalarError(t: NonNullable<Atom['scalar']>, v: unknown): string 
  * structured-merge-diff merges them. Returns the merged value (undefined when there is none).
  */
 export function walk2(lhs: unknown, rhs: unknown, type: Schema, path: Path, rules: WalkRules): unknown {
-  if (rules.skipIdentical && lhs === rhs && typeof lhs === 'object' && lhs !== null) return undefined;
+  if (rules.comparing && lhs === rhs && typeof lhs === 'object' && lhs !== null) return undefined;
   const atom = atomOf(type, rules.defs);
   const al = deduceAtom(atom, lhs);
   const ar = deduceAtom(atom, rhs);
@@ -1035,9 +1036,9 @@ function walkMap(m: NonNullable<Atom['map']>, w: Walker, rules: WalkRules): void
     if (l === undefined && r === undefined) continue;
     const t = mapFieldType(m, key) ?? UNTYPED_ATOMIC;
     const v = walk2(l, r, t, [...w.path, { field: key }], rules);
-    if (v !== undefined) out[key] = v;
+    if (v !== undefined && !rules.comparing) out[key] = v;
   }
-  if (Object.keys(out).length > 0) w.out = out;
+  if (!rules.comparing && Object.keys(out).length > 0) w.out = out;
 }
 
 interface IndexedList {
@@ -1081,7 +1082,7 @@ function walkList(list: NonNullable<Atom['list']>, w: Walker, rules: WalkRules):
   const out: unknown[] = [];
   const mergeItem = (e: PathElement, l: unknown, r: unknown) => {
     const v = walk2(l, r, list.elem, [...w.path, e], rules);
-    if (v !== undefined) out.push(v);
+    if (v !== undefined && !rules.comparing) out.push(v);
   };
   // Items both sides have, in the order the right side has them.
   const shared = R.ids.filter((id) => L.items.has(id));
@@ -1147,7 +1148,7 @@ export function diffOwnedChanged(oldObj: unknown, newObj: unknown, schema: Schem
   const c: Comparison = { added: new FieldSet(), modified: new FieldSet(), removed: new FieldSet() };
   walk2(oldObj ?? {}, newObj ?? {}, schema, [], {
     defs,
-    skipIdentical: true,
+    comparing: true,
     leaf: (w) => {
       if (w.lhs === undefined) c.added.insert(w.path);
       else if (w.rhs === undefined) c.removed.insert(w.path);
