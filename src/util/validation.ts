@@ -562,7 +562,10 @@ export function validateLabelName(labelName: string, path: FieldPath): FieldErro
 /** ValidateLabels (metav1 validation): errors are reported at the map's path, not per key. */
 export function validateLabels(labels: unknown, path: FieldPath): FieldError[] {
   const errs: FieldError[] = [];
-  for (const [k, v] of stringMap(labels)) {
+  if (!isObject(labels)) return errs;
+  for (const k in labels) {
+    if (!Object.prototype.hasOwnProperty.call(labels, k)) continue;
+    const v = str(labels[k]);
     errs.push(...validateLabelName(k, path));
     for (const msg of isValidLabelValue(v)) errs.push(invalid(path, v, msg));
   }
@@ -752,13 +755,16 @@ export function validateObjectMeta(meta: unknown, requiresNamespace: boolean, na
   if (clusterName.length !== 0) {
     for (const msg of validateClusterName(clusterName, false)) errs.push(invalid(path.child('clusterName'), clusterName, msg));
   }
-  errs.push(...managersOf(m).flatMap((mgr) => validateFieldManager(mgr, path.child('fieldManager'))));
-  errs.push(...validateNonnegativeField(int(m['generation']), path.child('generation')));
-  errs.push(...validateLabels(m['labels'], path.child('labels')));
-  errs.push(...validateAnnotations(m['annotations'], path.child('annotations')));
-  errs.push(...validateOwnerReferences(m['ownerReferences'], path.child('ownerReferences')));
-  errs.push(...validateFinalizers(m['finalizers'], path.child('finalizers')));
-  errs.push(...validateManagedFields(m['managedFields'], path.child('managedFields')));
+  // A field that is absent has nothing to check: no paths or lists are built for it.
+  if (m['managedFields'] !== undefined) {
+    errs.push(...managersOf(m).flatMap((mgr) => validateFieldManager(mgr, path.child('fieldManager'))));
+  }
+  if (m['generation'] !== undefined) errs.push(...validateNonnegativeField(int(m['generation']), path.child('generation')));
+  if (m['labels'] !== undefined) errs.push(...validateLabels(m['labels'], path.child('labels')));
+  if (m['annotations'] !== undefined) errs.push(...validateAnnotations(m['annotations'], path.child('annotations')));
+  if (m['ownerReferences'] !== undefined) errs.push(...validateOwnerReferences(m['ownerReferences'], path.child('ownerReferences')));
+  if (m['finalizers'] !== undefined) errs.push(...validateFinalizers(m['finalizers'], path.child('finalizers')));
+  if (m['managedFields'] !== undefined) errs.push(...validateManagedFields(m['managedFields'], path.child('managedFields')));
   return errs;
 }
 
