@@ -10,7 +10,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { access, chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, get as httpGet, type IncomingHttpHeaders, type Server } from 'node:http';
 import { get as httpsGet } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -79,8 +79,8 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
   const common = async (node: string): Promise<string[]> => [
     '--make-iptables-util-chains=false',
     `--orchconfig=${c.kubeconfig}`,
-    `--root-dir=${join(dir, node, 'root')}`,
-    `--cert-dir=${join(dir, node, 'pki')}`,
+    `--root-dir=${join(dir, node)}`,
+    `--cert-dir=${join(dir, `${node}-pki`)}`,
     `--hostname-override=${node}`,
     '--node-ip=127.0.0.1',
     '--address=127.0.0.1',
@@ -95,6 +95,8 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
   before(async () => {
     c = await startBinCluster(['--default-not-ready-toleration-seconds=111', '--default-unreachable-toleration-seconds=222']);
     dir = await mkdtemp(join(tmpdir(), 'orch-agent-optbin-'));
+    // the containers run as nobody and reach their volumes through it (the agent opens its root dir's own path)
+    await chmod(dir, 0o755);
     // the HTTP manifest source: one static pod, and the headers of each request kept
     manifests = createServer((req, res) => {
       manifestRequests.push(req.headers);
@@ -127,6 +129,8 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
       '--manifest-url-header=X-Optbin:one,X-Optbin:two',
       '--manifest-url-header=Authorization:Bearer m-token',
       '--http-check-frequency=1s',
+      '--volume-stats-agg-period=1s',
+      '--keep-terminated-pod-volumes',
     ]);
     agents.push(a);
     const b = startOrchlet([
@@ -139,6 +143,7 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
       '--eviction-minimum-reclaim=memory.available=1Mi',
       '--eviction-pressure-transition-period=2s',
       '--eviction-max-pod-grace-period=5',
+      '--enable-controller-attach-detach=false',
     ]);
     agents.push(b);
     await Promise.all([registered(NODE, a), registered(NODE2, b)]);
@@ -226,6 +231,70 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
     const first = (await getJSON(['get', 'node', NODE]))!;
     const mp = (first.status.conditions as Json[]).find((x) => x.type === 'MemoryPressure');
     assert.equal(mp?.status, 'False', 'the first agent keeps the default thresholds');
+  });
+
+  void it('--enable-controller-attach-detach: the Node annotation set by default, absent with false', async () => {
+    const key = 'volumes.kubernetes.io/controller-managed-attach-detach';
+    assert.equal((await getJSON(['get', 'node', NODE]))!.metadata.annotations?.[key], 'true');
+    assert.equal((await getJSON(['get', 'node', NODE2]))!.metadata.annotations?.[key], undefined);
+  });
+
+  void it("--volume-stats-agg-period: an emptyDir's usage in /stats/summary", async () => {
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'vol-writer' },
+      spec: {
+        nodeName: NODE,
+        volumes: [{ name: 'data', emptyDir: {} }],
+        containers: [
+          // the process runtime's view of the mounts: $ORCH_ROOTFS/<mountPath> links to the volume
+          { name: 'c', image: 'busybox', command: ['sh', '-c', `head -c 300000 /dev/zero > "$ORCH_ROOTFS/data/f"; exec sleep 3612.${tag}`], volumeMounts: [{ name: 'data', mountPath: '/data' }] },
+        ],
+      },
+    };
+    assert.equal((await c.kubectl(['create', '-f', '-'], { input: JSON.stringify(pod) })).code, 0);
+    let last = '';
+    const used = await eventually('the volume usage in /stats/summary', async () => {
+      const r = await plainGet(`https://127.0.0.1:${mainPort}/stats/summary`);
+      last = r.body;
+      const summary = JSON.parse(r.body) as Json;
+      const p = (summary.pods as Json[] | undefined)?.find((x) => x.podRef?.name === 'vol-writer');
+      const v = (p?.volume as Json[] | undefined)?.find((x) => x.name === 'data');
+      return typeof v?.usedBytes === 'number' && v.usedBytes >= 300_000 ? v.usedBytes : undefined;
+    }, { timeoutMs: 30_000 }).catch((err: unknown) => {
+      throw new Error(`${String(err)}\nlast summary: ${last.slice(0, 2000)}`);
+    });
+    assert.ok(used >= 300_000);
+  });
+
+  void it('--keep-terminated-pod-volumes: a Succeeded pod keeps its emptyDir; without it the volume is torn down', async () => {
+    const done = (name: string, node: string) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name },
+      spec: {
+        nodeName: node,
+        restartPolicy: 'Never',
+        volumes: [{ name: 'data', emptyDir: {} }],
+        // Guaranteed, so that the second agent (under memory pressure) admits it
+        containers: [{ name: 'c', image: 'busybox', command: ['true'], volumeMounts: [{ name: 'data', mountPath: '/data' }], resources: { limits: { cpu: '10m', memory: '16Mi' } } }],
+      },
+    });
+    for (const [name, node] of [['done-keep', NODE], ['done-drop', NODE2]] as const) {
+      assert.equal((await c.kubectl(['create', '-f', '-'], { input: JSON.stringify(done(name, node)) })).code, 0);
+    }
+    const uids: Record<string, string> = {};
+    for (const name of ['done-keep', 'done-drop']) {
+      const p = await eventually(`${name} Succeeded`, async () => {
+        const x = await getJSON(['get', 'pod', name]);
+        return x?.status?.phase === 'Succeeded' ? x : undefined;
+      }, { timeoutMs: 30_000 });
+      uids[name] = p.metadata.uid as string;
+    }
+    const vol = (node: string, uid: string) => join(dir, node, 'pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'data');
+    await eventually('the volume of the pod on the second agent torn down', async () => (await access(vol(NODE2, uids['done-drop']!)).then(() => false, () => true)) || undefined, { timeoutMs: 30_000 });
+    await access(vol(NODE, uids['done-keep']!)); // still there
   });
 
   void it("server: --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds on a new pod's tolerations", async () => {
