@@ -5,9 +5,11 @@
 import { apiErrors } from '../registry/errors.js';
 import { apiVersionOf, type KObject, type KindDecl } from '../registry/kind.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, parsePatchType } from '../registry/patch.js';
-import { REF_PREFIX, type Definitions } from '../registry/schema.js';
+import type { Definitions } from '../registry/schema.js';
+import { refSchema } from '../registry/managedfields.js';
 import { applyFieldValidation, cannotBeHandledMessage, checkFields, type FieldValidation } from '../registry/decode.js';
 
+/** The patched object; `current` is the caller's own copy (a strategic merge patch changes it in place). */
 export function applyPatch(
   contentType: string,
   current: KObject,
@@ -27,7 +29,8 @@ export function applyPatch(
       patched = applyMergePatch(current, body) as KObject;
       break;
     case 'application/strategic-merge-patch+json':
-      patched = applyStrategicMergePatch(current, body, { $ref: REF_PREFIX + decl.definition }, defs) as KObject;
+      // The store gives each attempt its own copy of the current object: patched in place.
+      patched = applyStrategicMergePatch(current, body, refSchema(decl.definition), defs, true) as KObject;
       break;
     default:
       throw apiErrors.unsupportedMediaType(
@@ -42,7 +45,7 @@ export function applyPatch(
     throw apiErrors.badRequest(`the patch may not change the object's apiVersion or kind (${apiVersion}, ${decl.kind})`);
   }
   // The patched object is decoded like a body: unknown fields dropped (and reported per fieldValidation).
-  const checked = checkFields(patched, { $ref: REF_PREFIX + decl.definition }, defs);
+  const checked = checkFields(patched, refSchema(decl.definition), defs);
   const version = apiVersion.split('/').pop()!;
   if (checked.decodeError !== undefined) throw apiErrors.badRequest(cannotBeHandledMessage(decl.kind, version, decl.kind, checked.decodeError));
   applyFieldValidation(fieldValidation, checked.problems, warnings, { bodyKind: decl.kind, bodyVersion: version, kind: decl.kind });

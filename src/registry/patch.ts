@@ -1570,8 +1570,15 @@ function mergeMap(original: JsonObject | null, patch: JsonObject, schema: Schema
  * `defs`). `patch` is the request body (or an already decoded object). Throws the Status the apiserver
  * answers with: 400 for a body that is not a JSON object or a malformed directive, 422 for lists of
  * lists, 500 (with Kubernetes' text) for the errors it does not classify, e.g. a missing merge key.
+ * With `owned`, `doc` is the caller's own copy and is patched in place (may be changed even on error).
  */
-export function applyStrategicMergePatch(doc: JsonObject, patch: PatchBody | JsonObject, schema: Schema, defs: Definitions): JsonObject {
+export function applyStrategicMergePatch(
+  doc: JsonObject,
+  patch: PatchBody | JsonObject,
+  schema: Schema,
+  defs: Definitions,
+  owned = false,
+): JsonObject {
   let patchMap: unknown;
   if (typeof patch === 'string' || patch instanceof Uint8Array) {
     const parsed = parseGoJson(patch);
@@ -1580,13 +1587,13 @@ export function applyStrategicMergePatch(doc: JsonObject, patch: PatchBody | Jso
   } else {
     patchMap = clone(patch);
   }
-  if (patchMap === null) return clone(doc);
+  if (patchMap === null) return owned ? doc : clone(doc);
   if (!isObject(patchMap)) {
     throw apiErrors.badRequest(`json: cannot unmarshal ${jsonKind(patchMap)} into Go value of type map[string]interface {}`);
   }
   const c: Ctx = { defs };
   try {
-    return mergeMap(clone(doc), patchMap, resolveSchema(defs, schema), c);
+    return mergeMap(owned ? doc : clone(doc), patchMap, resolveSchema(defs, schema), c);
   } catch (e) {
     if (!(e instanceof SmpError)) throw e;
     switch (e.answer) {
