@@ -68,6 +68,7 @@ void describe('server options on the binary: embedded store', () => {
       '--api-audiences=aud-a,aud-b',
       '--service-account-max-token-expiration=2h',
       '--service-account-jwks-uri=https://keys.optbin.example/openid/v1/jwks',
+      '--service-account-extend-token-expiration=true',
     ]);
   });
   after(async () => {
@@ -130,6 +131,28 @@ void describe('server options on the binary: embedded store', () => {
       body: JSON.stringify({ apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectRulesReview', spec: { namespace: 'default' } }),
     });
     assert.equal(review.status, 201, review.body);
+  });
+
+  void it('--service-account-extend-token-expiration: a pod-bound 3607 s token lives a year, past the 2h cap', async () => {
+    const pod = await c.request('GET', '/api/v1/namespaces/default/pods/priv');
+    assert.equal(pod.status, 200, pod.text);
+    const ask = (seconds: number) =>
+      c.request('POST', `/api/v1/namespaces/default/serviceaccounts/${pod.json.spec.serviceAccountName as string}/token`, {
+        body: {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: { expirationSeconds: seconds, boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'priv', uid: pod.json.metadata.uid } },
+        },
+      });
+    const extended = await ask(3607);
+    assert.equal(extended.status, 201, extended.text);
+    const claims = JSON.parse(Buffer.from((extended.json.status.token as string).split('.')[1]!, 'base64url').toString('utf8')) as Json;
+    assert.ok(claims.exp - claims.iat > 364 * 24 * 3600, `exp - iat = ${claims.exp - claims.iat}`);
+    assert.equal(claims['kubernetes.io'].warnafter, claims.iat + 3607);
+    assert.equal(claims['kubernetes.io'].pod.name, 'priv');
+    const capped = await ask(3608);
+    const left = Date.parse(capped.json.status.expirationTimestamp) - Date.now();
+    assert.ok(left <= 7_200_000, 'any other duration is capped by --service-account-max-token-expiration');
   });
 });
 
