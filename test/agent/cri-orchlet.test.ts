@@ -5,26 +5,21 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
-import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CriClient } from '../../src/agent/runtime/cri/client.js';
 import { parseLog } from '../../src/agent/runtime/crilog.js';
 import type { Pod } from '../../src/agent/types.js';
-import { requireBinary } from '../helpers/binaries.js';
-import { BUSYBOX_IMAGE, leftovers, missingPrograms, PAUSE_IMAGE, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { waitFor } from './runtime-contract.js';
+import { getJSON } from '../helpers/http.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'cri-node';
 
-const missing = missingPrograms();
-if (missing.length > 0) {
-  for (const p of ['containerd', 'ctr', 'runc', 'busybox', 'ip']) requireBinary(undefined, p);
-  if (process.env.CI === 'true') throw new Error(`containerd tests need: ${missing.join(', ')}`);
-}
+const missing = containerdTestPrerequisites();
 
 let harness: ContainerdHarness | undefined;
 after(async () => {
@@ -32,22 +27,6 @@ after(async () => {
   await harness.stop();
   assert.deepEqual(leftovers(harness), [], 'the harness left nothing behind');
 });
-
-function getJSON(port: number, path: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port, path }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => {
-        try {
-          resolve(JSON.parse(text));
-        } catch (err) {
-          reject(err instanceof Error ? err : new Error(String(err)));
-        }
-      });
-    }).on('error', reject);
-  });
-}
 
 const pod = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec });
 

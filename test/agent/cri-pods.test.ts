@@ -8,19 +8,14 @@ import { rm } from 'node:fs/promises';
 import { Agent } from '../../src/agent/agent.js';
 import { CriRuntime } from '../../src/agent/runtime/cri.js';
 import { CriClient } from '../../src/agent/runtime/cri/client.js';
-import { requireBinary } from '../helpers/binaries.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
-import { BUSYBOX_IMAGE, leftovers, missingPrograms, startContainerd, unmountUnder, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, unmountUnder, type ContainerdHarness } from '../helpers/containerd.js';
 import { startAgent, type TestAgent } from '../helpers/agent.js';
 import { waitFor } from './runtime-contract.js';
 
 type Json = Record<string, any>;
 
-const missing = missingPrograms();
-if (missing.length > 0) {
-  for (const p of ['containerd', 'ctr', 'runc', 'busybox', 'ip']) requireBinary(undefined, p);
-  if (process.env.CI === 'true') throw new Error(`containerd tests need: ${missing.join(', ')}`);
-}
+const missing = containerdTestPrerequisites();
 
 void describe('orchlet pods on containerd (kubectl)', { skip: missing.length > 0 ? `missing: ${missing.join(', ')}` : false }, () => {
   let h: ContainerdHarness;

@@ -10,16 +10,11 @@ import { join } from 'node:path';
 import { CriRuntime } from '../../src/agent/runtime/cri.js';
 import { parseLog } from '../../src/agent/runtime/crilog.js';
 import { RuntimeError, type ContainerConfig, type PodSandboxConfig } from '../../src/agent/runtime/runtime.js';
-import { requireBinary } from '../helpers/binaries.js';
-import { BUSYBOX_IMAGE, leftovers, missingPrograms, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
 import { runtimeContract, waitFor } from './runtime-contract.js';
 
-const missing = missingPrograms();
-if (missing.length > 0) {
-  // Under CI=true a missing program fails here (requireBinary throws); locally the file skips.
-  for (const p of ['containerd', 'ctr', 'runc', 'busybox', 'ip']) requireBinary(undefined, p);
-  if (process.env.CI === 'true') throw new Error(`containerd tests need: ${missing.join(', ')}`);
-}
+// Under CI=true a missing program fails here; locally the file skips.
+const missing = containerdTestPrerequisites();
 
 let harness: Promise<ContainerdHarness> | undefined;
 const started = (): Promise<ContainerdHarness> => (harness ??= startContainerd());

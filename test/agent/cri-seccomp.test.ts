@@ -7,25 +7,20 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
-import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { requireBinary } from '../helpers/binaries.js';
-import { BUSYBOX_IMAGE, leftovers, missingPrograms, PAUSE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { eventually } from '../helpers/eventually.js';
 import { seccompProfileOf } from '../../src/agent/seccomp.js';
 import type { Pod } from '../../src/agent/types.js';
+import { getJSON } from '../helpers/http.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'seccomp-node';
 
-const missing = missingPrograms();
-if (missing.length > 0) {
-  for (const p of ['containerd', 'ctr', 'runc', 'busybox', 'ip']) requireBinary(undefined, p);
-  if (process.env.CI === 'true') throw new Error(`containerd tests need: ${missing.join(', ')}`);
-}
+const missing = containerdTestPrerequisites();
 
 let harness: ContainerdHarness | undefined;
 after(async () => {
@@ -33,22 +28,6 @@ after(async () => {
   await harness.stop();
   assert.deepEqual(leftovers(harness), [], 'the harness left nothing behind');
 });
-
-function getJSON(port: number, path: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port, path }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => {
-        try {
-          resolve(JSON.parse(text));
-        } catch (err) {
-          reject(err instanceof Error ? err : new Error(String(err)));
-        }
-      });
-    }).on('error', reject);
-  });
-}
 
 const podOf = (spec: Record<string, unknown>, annotations: Record<string, string> = {}) =>
   ({ metadata: { name: 'p', annotations }, spec: { containers: [{ name: 'c' }], ...spec } }) as unknown as Pod;

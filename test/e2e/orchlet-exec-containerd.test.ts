@@ -12,8 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
-import { requireBinary } from '../helpers/binaries.js';
-import { BUSYBOX_IMAGE, leftovers, missingPrograms, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { waitFor } from '../agent/runtime-contract.js';
 import { httpGet, withPortForward } from '../helpers/portforward.js';
@@ -24,11 +23,7 @@ const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'exec-cri-node';
 const VERSIONS = ['1.27', '1.33'].filter((v) => kubectlPath(v) !== null);
 
-const missing = missingPrograms();
-if (missing.length > 0) {
-  for (const p of ['containerd', 'ctr', 'runc', 'busybox', 'ip']) requireBinary(undefined, p);
-  if (process.env.CI === 'true') throw new Error(`containerd tests need: ${missing.join(', ')}`);
-}
+const missing = containerdTestPrerequisites();
 
 void describe('kubectl exec, attach and port-forward on containerd', { skip: missing.length > 0 ? `missing: ${missing.join(', ')}` : false }, () => {
   let c: TestCluster;

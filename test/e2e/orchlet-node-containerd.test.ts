@@ -15,19 +15,14 @@ import { rm } from 'node:fs/promises';
 import type { AgentConfig } from '../../src/agent/agent.js';
 import { CriRuntime } from '../../src/agent/runtime/cri.js';
 import { CriClient } from '../../src/agent/runtime/cri/client.js';
-import { requireBinary } from '../helpers/binaries.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
-import { BUSYBOX_IMAGE, leftovers, missingPrograms, PAUSE_IMAGE, SPARE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, SPARE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort, startAgent, type TestAgent } from '../helpers/agent.js';
 import { waitFor } from '../agent/runtime-contract.js';
 
 type Json = Record<string, any>;
 
-const missing = missingPrograms();
-if (missing.length > 0) {
-  for (const p of ['containerd', 'ctr', 'runc', 'busybox', 'ip', 'iptables']) requireBinary(undefined, p);
-  if (process.env.CI === 'true') throw new Error(`containerd tests need: ${missing.join(', ')}`);
-}
+const missing = containerdTestPrerequisites(['iptables']);
 
 async function httpText(url: string): Promise<string | undefined> {
   try {
