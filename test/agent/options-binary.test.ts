@@ -5,18 +5,20 @@
  * sends to a server the test runs. Two agents share one server start; each agent carries several options.
  *
  * The server's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds are checked
- * on the same server start (the tolerations DefaultTolerationSeconds adds to a pod).
+ * on the same server start (the tolerations DefaultTolerationSeconds adds to a pod), and its --orchlet-timeout
+ * with a fake node agent that answers a log request only after 3 s.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { access, chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, get as httpGet, type IncomingHttpHeaders, type Server } from 'node:http';
-import { get as httpsGet } from 'node:https';
+import { createServer as createHttpsServer, get as httpsGet } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { makeCA, makeServingCert } from '../../src/server/certs.js';
 import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
@@ -93,7 +95,7 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
     });
 
   before(async () => {
-    c = await startBinCluster(['--default-not-ready-toleration-seconds=111', '--default-unreachable-toleration-seconds=222']);
+    c = await startBinCluster(['--default-not-ready-toleration-seconds=111', '--default-unreachable-toleration-seconds=222', '--orchlet-timeout=1s']);
     dir = await mkdtemp(join(tmpdir(), 'orch-agent-optbin-'));
     // the containers run as nobody and reach their volumes through it (the agent opens its root dir's own path)
     await chmod(dir, 0o755);
@@ -295,6 +297,35 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
     const vol = (node: string, uid: string) => join(dir, node, 'pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'data');
     await eventually('the volume of the pod on the second agent torn down', async () => (await access(vol(NODE2, uids['done-drop']!)).then(() => false, () => true)) || undefined, { timeoutMs: 30_000 });
     await access(vol(NODE, uids['done-keep']!)); // still there
+  });
+
+  void it('server: --orchlet-timeout=1s ends a log request to an agent that answers after 3 s', async () => {
+    const ca = await makeCA('slow-agent-ca');
+    const pair = await makeServingCert(ca.cert, ca.key, 'slow-agent', ['127.0.0.1']);
+    let asked = 0;
+    const slow = createHttpsServer({ cert: pair.cert, key: pair.key }, (_req, res) => {
+      asked++;
+      setTimeout(() => res.end('late log line\n'), 3000);
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    try {
+      const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: `slow-${tag}` } };
+      assert.equal((await c.kubectl(['create', '-f', '-'], { input: JSON.stringify(node) })).code, 0);
+      const st = await c.request('PATCH', `/api/v1/nodes/slow-${tag}/status`, {
+        contentType: 'application/merge-patch+json',
+        body: { status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: (slow.address() as AddressInfo).port } } } },
+      });
+      assert.equal(st.status, 200, st.text);
+      const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: `on-slow-${tag}` }, spec: { nodeName: `slow-${tag}`, containers: [{ name: 'c', image: 'busybox' }] } };
+      assert.equal((await c.kubectl(['create', '-f', '-'], { input: JSON.stringify(pod) })).code, 0);
+      const r = await c.request('GET', `/api/v1/namespaces/default/pods/on-slow-${tag}/log?container=c`);
+      assert.equal(asked, 1, 'the server called the fake agent');
+      assert.equal(r.status, 500, r.text);
+      assert.match(r.json.message, /timeout/);
+    } finally {
+      slow.closeAllConnections();
+      slow.close();
+    }
   });
 
   void it("server: --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds on a new pod's tolerations", async () => {
