@@ -10,7 +10,8 @@
  * - authentication and authorization: the request-header options (a front proxy's client certificate and
  *   identity headers), a token webhook and an authorization webhook the test serves (the review versions and
  *   the token cache), an ABAC policy file, and audit log rotation (size, backups, gzip, the JSON version);
- * - OIDC: an issuer the test serves over TLS, every --oidc-* option, the derived user seen in RBAC's answers.
+ * - OIDC: an issuer the test serves over TLS, every --oidc-* option, the derived user seen in RBAC's answers;
+ * - the audit webhook: a receiver the test serves (first answer 500, then 200), every --audit-webhook-* option.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -504,5 +505,95 @@ void describe('server options on the binary: OIDC', () => {
     assert.equal(wrongTenant.status, 401, wrongTenant.body);
     const rsSigned = await get(await sign({ sub: 's4', email: 'di@example.com', email_verified: true, tenant: 'blue', roles: ['viewers'] }, rs));
     assert.equal(rsSigned.status, 401, rsSigned.body);
+  });
+});
+
+void describe('server options on the binary: audit webhook', () => {
+  let c: BinCluster;
+  let dir = '';
+  let receiver: Server;
+  const batches: Json[] = [];
+  let failures = 0;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'orch-optbin-auditwh-'));
+    const ca = await makeCA('optbin-audit-ca');
+    const serving = await makeServingCert(ca.cert, ca.key, 'audit', ['127.0.0.1']);
+    receiver = createServer({ cert: serving.cert, key: serving.key }, (req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (d: string) => (body += d));
+      req.on('end', () => {
+        // the first batch is refused once: the backend retries it after --audit-webhook-initial-backoff
+        if (failures === 0) {
+          failures++;
+          res.statusCode = 500;
+          res.end('{}');
+          return;
+        }
+        batches.push(JSON.parse(body) as Json);
+        res.end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    await writeFile(
+      join(dir, 'audit.kubeconfig'),
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'a', cluster: { server: `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/audit`, 'certificate-authority-data': Buffer.from(ca.cert).toString('base64') } }],
+        users: [{ name: 'a', user: {} }],
+        contexts: [{ name: 'a', context: { cluster: 'a', user: 'a' } }],
+        'current-context': 'a',
+      }),
+    );
+    await writeFile(
+      join(dir, 'policy.yaml'),
+      ['apiVersion: audit.k8s.io/v1', 'kind: Policy', 'omitStages: [RequestReceived]', 'rules:', '- level: Request', '  resources: [{group: "", resources: [configmaps]}]', '- level: None', ''].join('\n'),
+    );
+    c = await startBinCluster([
+      `--audit-policy-file=${join(dir, 'policy.yaml')}`,
+      `--audit-webhook-config-file=${join(dir, 'audit.kubeconfig')}`,
+      '--audit-webhook-mode=batch',
+      '--audit-webhook-version=audit.k8s.io/v1beta1',
+      '--audit-webhook-initial-backoff=100ms',
+      '--audit-webhook-batch-buffer-size=1000',
+      '--audit-webhook-batch-max-size=2',
+      '--audit-webhook-batch-max-wait=200ms',
+      '--audit-webhook-batch-throttle-enable=true',
+      '--audit-webhook-batch-throttle-qps=100',
+      '--audit-webhook-batch-throttle-burst=10',
+      '--audit-webhook-truncate-enabled',
+      '--audit-webhook-truncate-max-event-size=20000',
+      '--audit-webhook-truncate-max-batch-size=200000',
+    ]);
+  });
+  after(async () => {
+    await c?.stop();
+    receiver?.closeAllConnections();
+    receiver?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  void it('batches of at most 2 events in v1beta1, the refused batch retried, a large event truncated', async () => {
+    for (let i = 0; i < 5; i++) assert.equal((await c.kubectl(['create', 'configmap', `wh-${i}`, '--from-literal=k=v'])).code, 0);
+    const big = await c.request('POST', '/api/v1/namespaces/default/configmaps', { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wh-big' }, data: { big: 'y'.repeat(50_000) } } });
+    assert.equal(big.status, 201, big.text);
+    const events = () => batches.flatMap((b) => b.items as Json[]);
+    await eventually(() => `all six creates delivered (${events().length} events so far)`, () => {
+      const names = new Set(events().map((e) => e.objectRef?.name as string));
+      return ['wh-0', 'wh-1', 'wh-2', 'wh-3', 'wh-4', 'wh-big'].every((n) => names.has(n)) || undefined;
+    }, { timeoutMs: 20_000 });
+    assert.equal(failures, 1);
+    for (const b of batches) {
+      assert.equal(b.apiVersion, 'audit.k8s.io/v1beta1');
+      assert.equal(b.kind, 'EventList');
+      assert.ok((b.items as Json[]).length <= 2, `batch of ${(b.items as Json[]).length}`);
+    }
+    const small = events().find((e) => e.objectRef?.name === 'wh-0')!;
+    assert.equal(small.requestObject?.metadata?.name, 'wh-0', 'level Request keeps the request body');
+    const truncated = events().find((e) => e.objectRef?.name === 'wh-big')!;
+    assert.equal(truncated.requestObject, undefined, 'the request body is dropped from an event over 20000 bytes');
+    assert.equal(truncated.annotations?.['audit.k8s.io/truncated'], 'true');
   });
 });
