@@ -11,7 +11,8 @@
  *   identity headers), a token webhook and an authorization webhook the test serves (the review versions and
  *   the token cache), an ABAC policy file, and audit log rotation (size, backups, gzip, the JSON version);
  * - OIDC: an issuer the test serves over TLS, every --oidc-* option, the derived user seen in RBAC's answers;
- * - the audit webhook: a receiver the test serves (first answer 500, then 200), every --audit-webhook-* option.
+ * - the audit webhook: a receiver the test serves (first answer 500, then 200), every --audit-webhook-* option,
+ *   and the log's truncation options beside it.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -566,6 +567,11 @@ void describe('server options on the binary: audit webhook', () => {
       '--audit-webhook-truncate-enabled',
       '--audit-webhook-truncate-max-event-size=20000',
       '--audit-webhook-truncate-max-batch-size=200000',
+      `--audit-log-path=${join(dir, 'audit.log')}`,
+      '--audit-log-mode=batch',
+      '--audit-log-truncate-enabled',
+      '--audit-log-truncate-max-event-size=30000',
+      '--audit-log-truncate-max-batch-size=300000',
     ]);
   });
   after(async () => {
@@ -595,5 +601,18 @@ void describe('server options on the binary: audit webhook', () => {
     const truncated = events().find((e) => e.objectRef?.name === 'wh-big')!;
     assert.equal(truncated.requestObject, undefined, 'the request body is dropped from an event over 20000 bytes');
     assert.equal(truncated.annotations?.['audit.k8s.io/truncated'], 'true');
+  });
+
+  void it('--audit-log-truncate-*: the log file gets the same truncation', async () => {
+    const logged = await eventually('wh-big in the audit log', async () => {
+      const text = await readFile(join(dir, 'audit.log'), 'utf8').catch(() => '');
+      return text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Json)
+        .find((e) => e.objectRef?.name === 'wh-big');
+    }, { timeoutMs: 15_000 });
+    assert.equal(logged.requestObject, undefined);
+    assert.equal(logged.annotations?.['audit.k8s.io/truncated'], 'true');
   });
 });
