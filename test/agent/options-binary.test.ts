@@ -69,6 +69,8 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
   const tag = String(process.pid);
   const NODE = `optbin-a-${tag}`;
   const NODE2 = `optbin-b-${tag}`;
+  const NODE3 = `optbin-c-${tag}`;
+  let healthz3 = 0;
   let healthzPort = 0;
   let mainPort = 0;
   let manifests: Server;
@@ -148,6 +150,8 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
       '--enable-controller-attach-detach=false',
     ]);
     agents.push(b);
+    healthz3 = await freePort();
+    agents.push(startOrchlet([...(await common(NODE3)), `--port=${await freePort()}`, `--healthz-port=${healthz3}`, '--register-node=false']));
     await Promise.all([registered(NODE, a), registered(NODE2, b)]);
   });
   after(async () => {
@@ -176,6 +180,21 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
     assert.match(err, /^Flag --register-schedulable has been deprecated, will be removed in a future version$/m);
     assert.match(err, /^Flag --provider-id has been deprecated, This parameter should be set via the config file specified by the Kubelet's --config flag\. See https:\/\/kubernetes\.io\/docs\/tasks\/administer-cluster\/kubelet-config-file\/ for more information\.$/m);
     assert.doesNotMatch(err, /Flag --hostname-override/);
+  });
+
+  void it('--register-node=false: the agent runs (healthy) and never creates its Node', async () => {
+    const h = await eventually('the third agent healthy', () => plainGet(`http://127.0.0.1:${healthz3}/healthz`).catch(() => undefined), { timeoutMs: 20_000 });
+    assert.equal(h.status, 200);
+    // it works with the server: a pod bound to it runs and its status is posted; still no Node
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: `on-c-${tag}` }, spec: { nodeName: NODE3, containers: [{ name: 'c', image: 'busybox', command: ['sleep', `3613.${tag}`] }] } };
+    assert.equal((await c.kubectl(['create', '-f', '-'], { input: JSON.stringify(pod) })).code, 0);
+    await eventually('the pod on the unregistered node running', async () => ((await getJSON(['get', 'pod', `on-c-${tag}`]))?.status?.phase === 'Running') || undefined, {
+      timeoutMs: 30_000,
+    });
+    const r = await c.kubectl(['get', 'node', NODE3]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /NotFound|not found/);
+    assert.match(agents[2]!.stderr(), /^Flag --register-node has been deprecated/m);
   });
 
   void it('--node-lease-duration-seconds: the Lease in kube-node-lease', async () => {
