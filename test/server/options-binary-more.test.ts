@@ -4,7 +4,8 @@
  *
  * - embedded store: the watch-cache sizes (the watch_cache_capacity metric), the admission plugin switches,
  *   --allow-privileged, a legacy-format batch audit log, and the service-account token options (discovery
- *   document, TokenRequest's cap and audiences, the token accepted);
+ *   document, TokenRequest's cap and audiences, the token accepted, the year-long pod-bound token, a legacy
+ *   token not looked up);
  * - etcd over TLS: the --kvstore-* client options and prefix, compaction, encryption at rest seen in etcd, and
  *   --watch-cache=false (lists with resourceVersion=0 paged by storage, no cache metrics);
  * - authentication and authorization: the request-header options (a front proxy's client certificate and
@@ -73,6 +74,7 @@ void describe('server options on the binary: embedded store', () => {
       '--service-account-max-token-expiration=2h',
       '--service-account-jwks-uri=https://keys.optbin.example/openid/v1/jwks',
       '--service-account-extend-token-expiration=true',
+      '--service-account-lookup=false',
     ]);
   });
   after(async () => {
@@ -135,6 +137,22 @@ void describe('server options on the binary: embedded store', () => {
       body: JSON.stringify({ apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectRulesReview', spec: { namespace: 'default' } }),
     });
     assert.equal(review.status, 201, review.body);
+  });
+
+  void it('--service-account-lookup=false: a legacy token still authenticates after its Secret is deleted', async () => {
+    assert.equal((await c.kubectl(['create', 'serviceaccount', 'legacy'])).code, 0);
+    const secret = { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token', metadata: { name: 'legacy-token', annotations: { 'kubernetes.io/service-account.name': 'legacy' } } };
+    assert.equal((await c.kubectl(['create', '-f', '-'], { input: JSON.stringify(secret) })).code, 0);
+    const token = await eventually('the tokens controller to fill the Secret', async () => {
+      const r = await c.request('GET', '/api/v1/namespaces/default/secrets/legacy-token');
+      const t = (r.json?.data as Json | undefined)?.token as string | undefined;
+      return t ? Buffer.from(t, 'base64').toString('utf8') : undefined;
+    }, { timeoutMs: 15_000 });
+    const as = () => c.server.request('/api/v1/namespaces/default/configmaps', { token });
+    assert.equal((await as()).status, 200);
+    assert.equal((await c.kubectl(['delete', 'secret', 'legacy-token'])).code, 0);
+    const after = await as();
+    assert.equal(after.status, 200, `not looked up in storage: ${after.body}`);
   });
 
   void it('--service-account-extend-token-expiration: a pod-bound 3607 s token lives a year, past the 2h cap', async () => {
