@@ -362,6 +362,20 @@ void describe('server options on the binary: authentication, authorization, audi
     hook = await reviewWebhook(dir);
     // ABAC: bob reads namespaces, the group readers reads configmaps; admin (the token file's) everything
     await writeFile(
+      join(dir, 'admission.yaml'),
+      [
+        'apiVersion: apiserver.config.k8s.io/v1',
+        'kind: AdmissionConfiguration',
+        'plugins:',
+        '- name: PodSecurity',
+        '  configuration:',
+        '    apiVersion: pod-security.admission.config.k8s.io/v1beta1',
+        '    kind: PodSecurityConfiguration',
+        '    defaults: {enforce: baseline, enforce-version: latest}',
+        '',
+      ].join('\n'),
+    );
+    await writeFile(
       join(dir, 'abac.jsonl'),
       [
         { apiVersion: 'abac.authorization.kubernetes.io/v1beta1', kind: 'Policy', spec: { user: 'bob', resource: 'namespaces', namespace: '*', apiGroup: '*', readonly: true } },
@@ -394,6 +408,7 @@ void describe('server options on the binary: authentication, authorization, audi
       '--audit-log-maxsize=1',
       '--audit-log-maxbackup=1',
       '--audit-log-compress',
+      `--admission-control-config-file=${join(dir, 'admission.yaml')}`,
     ]);
   });
   after(async () => {
@@ -436,6 +451,13 @@ void describe('server options on the binary: authentication, authorization, audi
     assert.equal(authz.at(-1)!.apiVersion, 'authorization.k8s.io/v1');
     assert.deepEqual(authz.at(-1)!.spec.groups, ['hook-group', 'system:authenticated']);
     assert.equal((await call('/api/v1/namespaces', { token: 'wrong' })).status, 401);
+  });
+
+  void it('--admission-control-config-file: PodSecurity enforces baseline by default', async () => {
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'hostnet' }, spec: { hostNetwork: true, containers: [{ name: 'c', image: 'busybox' }] } };
+    const r = await c.request('POST', '/api/v1/namespaces/default/pods', { body: pod });
+    assert.equal(r.status, 403, r.text);
+    assert.match(r.json.message as string, /violates PodSecurity "baseline:latest": host namespaces \(hostNetwork=true\)/);
   });
 
   void it('--audit-log-maxsize, --audit-log-maxbackup and --audit-log-compress: rotated at 1 MiB, one gzip backup kept', async () => {
