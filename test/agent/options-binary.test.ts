@@ -135,13 +135,14 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
       '--http-check-frequency=1s',
       '--volume-stats-agg-period=1s',
       '--keep-terminated-pod-volumes',
+      '--max-pods=42',
     ]);
     agents.push(a);
     const b = startOrchlet([
       ...(await common(NODE2)),
       `--port=${await freePort()}`,
       '--healthz-port=0',
-      '--eviction-hard=',
+      '--experimental-allocatable-ignore-eviction',
       '--eviction-soft=memory.available<1000Ti',
       '--eviction-soft-grace-period=memory.available=0s',
       '--eviction-minimum-reclaim=memory.available=1Mi',
@@ -252,6 +253,17 @@ void describe('orchlet options on the binary (API-server mode, process runtime)'
     const first = (await getJSON(['get', 'node', NODE]))!;
     const mp = (first.status.conditions as Json[]).find((x) => x.type === 'MemoryPressure');
     assert.equal(mp?.status, 'False', 'the first agent keeps the default thresholds');
+  });
+
+  void it('--max-pods and --experimental-allocatable-ignore-eviction in the Node status', async () => {
+    const a = (await getJSON(['get', 'node', NODE]))!.status;
+    const b = (await getJSON(['get', 'node', NODE2]))!.status;
+    assert.equal(a.capacity.pods, '42');
+    assert.equal(a.allocatable.pods, '42');
+    const ki = (q: string) => Number(/^(\d+)Ki$/.exec(q)?.[1]);
+    assert.equal(ki(a.capacity.memory) - ki(a.allocatable.memory), 100 * 1024, 'the default hard threshold memory.available<100Mi');
+    assert.equal(ki(b.allocatable.memory), ki(b.capacity.memory), 'hard thresholds ignored');
+    assert.match(agents[1]!.stderr(), /^Flag --experimental-allocatable-ignore-eviction has been deprecated, will be removed in 1\.23\.$/m);
   });
 
   void it('--enable-controller-attach-detach: the Node annotation set by default, absent with false', async () => {
