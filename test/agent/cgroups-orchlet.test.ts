@@ -36,7 +36,7 @@ before(async () => {
 });
 after(async () => {
   await fs?.remove(base);
-  for (const d of madeAbove.sort((a, b) => b.length - a.length)) rmdirSync(d, { recursive: false });
+  for (const d of madeAbove.sort((a, b) => b.length - a.length)) if (existsSync(d)) rmdirSync(d, { recursive: false });
   await rm(dir, { recursive: true, force: true });
 });
 

@@ -64,6 +64,9 @@ export class MemcgNotifier {
   async start(): Promise<void> {
     if (!this.active) return;
     await this.refresh();
+    // the side of each threshold usage is on when it is registered (the kernel's eventfd notification then
+    // fires on the next crossing): without this, usage that crossed before the first poll went unnoticed
+    await this.poll();
     this.o.log?.('info', `memory threshold notification: polling the root memory cgroup's usage every ${this.o.pollMs ?? 1000} ms (no eventfd in Node.js)`);
     this.pollTimer = setInterval(() => void this.poll(), this.o.pollMs ?? 1000);
     this.pollTimer.unref();
