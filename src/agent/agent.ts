@@ -529,9 +529,9 @@ export class Agent implements ServerHost {
     return this.workers.uids().filter((uid) => this.workers.state(uid) === 'syncing' && this.syncer.verdictOf(uid) === undefined);
   }
 
+  /** kubelet's active pods, as the merge holds them: read-only for every caller. */
   private activePods(): Pod[] {
-    const active = new Set(this.activeUids());
-    return this.merge.pods().filter((p) => active.has(p.metadata.uid));
+    return this.merge.peekPods(new Set(this.activeUids()));
   }
 
   /**

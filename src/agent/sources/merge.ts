@@ -162,6 +162,17 @@ export class PodMerge {
     (old === undefined ? added : updated).push(pod);
   }
 
+  /**
+   * The known pods whose UIDs are in `uids`, in source order, as stored (no copies: the caller must not
+   * change them). For the agent's frequent active-pod scans (admission, QoS, resource managers), where a
+   * copy of every pod per call made a burst of n pods cost n² copies.
+   */
+  peekPods(uids: ReadonlySet<string>): Pod[] {
+    const out: Pod[] = [];
+    for (const s of this.sources.values()) for (const [uid, p] of s.pods) if (uids.has(uid)) out.push(p);
+    return out;
+  }
+
   /** Every pod currently known, from all sources. */
   pods(): Pod[] {
     return [...this.sources.values()].flatMap((s) => [...s.pods.values()].map((p) => structuredClone(p)));
