@@ -82,7 +82,7 @@ describe('--egress-selector-config-file', () => {
     ]);
     await assert.rejects(startCluster([`--egress-selector-config-file=${both}`]), /tcp and uds cannot both be set/);
     const plainTls = await egressFile('plain-tls.yaml', [
-      { name: 'etcd', connection: { proxyProtocol: 'GRPC', transport: { tcp: { url: 'http://127.0.0.1:1', tlsConfig: { caBundle: '/nonexistent' } } } } },
+      { name: 'etcd', connection: { proxyProtocol: 'HTTPConnect', transport: { tcp: { url: 'http://127.0.0.1:1', tlsConfig: { caBundle: '/nonexistent' } } } } },
     ]);
     await assert.rejects(startCluster([`--egress-selector-config-file=${plainTls}`]), /tlsConfig should not be present when using HTTP/);
   });
