@@ -5,20 +5,18 @@
 // --runtime-cgroups.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CgroupFs, cgroupOf } from '../../src/agent/cgroups/fs.js';
 import type { Pod } from '../../src/agent/types.js';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { waitFor } from './runtime-contract.js';
 import { getJSON } from '../helpers/http.js';
+import { criStandaloneArgs, spawnOrchlet } from '../helpers/orchlet-process.js';
 
-const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'cg-node';
 const Mi = 1024 * 1024;
 
@@ -54,37 +52,17 @@ void describe('orchlet node allocatable and QoS cgroups on containerd', () => {
     await writeFile(join(manifests, 'besteffort.yaml'), JSON.stringify(sleeper('besteffort')));
     const readOnlyPort = await freePort();
     const runtimeCg = `${h.cgroupRoot}/runtime`;
-    const child = spawn(
-      process.execPath,
-      [
-        ORCHLET,
-        '--make-iptables-util-chains=false',
-        '--container-runtime=remote',
-        `--container-runtime-endpoint=${h.endpoint}`,
-        `--pod-infra-container-image=${PAUSE_IMAGE}`,
-        `--cgroup-root=${h.cgroupRoot}`,
-        `--pod-manifest-path=${manifests}`,
-        '--file-check-frequency=1s',
-        `--root-dir=${join(dir, 'root')}`,
-        `--cert-dir=${join(dir, 'pki')}`,
-        `--hostname-override=${NODE}`,
-        '--address=127.0.0.1',
-        `--port=${await freePort()}`,
-        `--read-only-port=${readOnlyPort}`,
-        '--healthz-port=0',
-        '--enforce-node-allocatable=pods',
-        '--system-reserved=cpu=500m,memory=512Mi,pid=100',
-        '--orch-reserved=memory=256Mi',
-        '--feature-gates=QOSReserved=true',
-        '--qos-reserved=memory=50%',
-        '--pod-max-pids=64',
-        `--runtime-cgroups=${runtimeCg}`,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const orchlet = spawnOrchlet([
+      ...criStandaloneArgs(h, { node: NODE, manifests, root: join(dir, 'root'), certDir: join(dir, 'pki'), port: await freePort(), readOnlyPort }),
+      '--enforce-node-allocatable=pods',
+      '--system-reserved=cpu=500m,memory=512Mi,pid=100',
+      '--orch-reserved=memory=256Mi',
+      '--feature-gates=QOSReserved=true',
+      '--qos-reserved=memory=50%',
+      '--pod-max-pids=64',
+      `--runtime-cgroups=${runtimeCg}`,
+    ]);
+    const { child, exited } = orchlet;
     const pods = async (): Promise<Pod[]> => ((await getJSON(readOnlyPort, '/pods').catch(() => undefined)) as { items?: Pod[] } | undefined)?.items ?? [];
     try {
       const running = await waitFor(
@@ -95,7 +73,7 @@ void describe('orchlet node allocatable and QoS cgroups on containerd', () => {
         },
         60_000,
       ).catch((err: unknown) => {
-        throw new Error(`${String(err)}\norchlet stderr:\n${stderr}\ncontainerd:\n${h.log()}`);
+        throw new Error(`${String(err)}\norchlet stderr:\n${orchlet.stderr()}\ncontainerd:\n${h.log()}`);
       });
       const uid = (name: string): string => running.find((p) => p.metadata.name === `${name}-${NODE}`)!.metadata.uid;
 
@@ -139,17 +117,17 @@ void describe('orchlet node allocatable and QoS cgroups on containerd', () => {
         () => (read('memory', `${kubepods}/burstable`, 'memory.limit_in_bytes') === String(allocatable) ? true : undefined),
         30_000,
       ).catch((err: unknown) => {
-        throw new Error(`${String(err)}: ${read('memory', `${kubepods}/burstable`, 'memory.limit_in_bytes')}\n${stderr}`);
+        throw new Error(`${String(err)}: ${read('memory', `${kubepods}/burstable`, 'memory.limit_in_bytes')}\n${orchlet.stderr()}`);
       });
       assert.equal(read('memory', `${kubepods}/besteffort`, 'memory.limit_in_bytes'), String(allocatable - 16 * Mi));
       await waitFor('the guaranteed pod cgroup to go', () => (existsSync(fs.path('memory', g)!) ? undefined : true), 30_000);
 
       // the runtime (the process serving the CRI socket) in --runtime-cgroups
       for (const c of ['cpu', 'memory', 'pids']) assert.equal(cgroupOf(h.pid, c), runtimeCg, c);
-      assert.match(stderr, /node allocatable enforced on .*\/kubepods: cpu\.shares=\d+ memory=\d+ pids\.max=\d+/);
+      assert.match(orchlet.stderr(), /node allocatable enforced on .*\/kubepods: cpu\.shares=\d+ memory=\d+ pids\.max=\d+/);
 
       child.kill('SIGTERM');
-      assert.equal(await exited, 0, stderr);
+      assert.equal(await exited, 0, orchlet.stderr());
     } finally {
       if (child.exitCode === null) {
         child.kill('SIGKILL');

@@ -8,19 +8,17 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { eventually } from '../helpers/eventually.js';
 import type { Pod } from '../../src/agent/types.js';
 import { getJSON } from '../helpers/http.js';
+import { criStandaloneArgs, spawnOrchlet } from '../helpers/orchlet-process.js';
 
-const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'cm-cri-node';
 const CPUSET_ROOT = '/sys/fs/cgroup/cpuset';
 
@@ -67,36 +65,16 @@ void describe('resource managers on containerd', () => {
       });
     await writeFile(join(manifests, 'shared.json'), pod('shared'));
     const readOnlyPort = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        ORCHLET,
-        '--container-runtime=remote',
-        `--container-runtime-endpoint=${h.endpoint}`,
-        `--cgroup-root=${h.cgroupRoot}`,
-        `--pod-manifest-path=${manifests}`,
-        `--root-dir=${root}`,
-        '--file-check-frequency=1s',
-        `--hostname-override=${NODE}`,
-        '--address=127.0.0.1',
-        `--port=${await freePort()}`,
-        `--read-only-port=${readOnlyPort}`,
-        '--healthz-port=0',
-        `--cert-dir=${join(dir, 'pki')}`,
-        `--pod-infra-container-image=${PAUSE_IMAGE}`,
-        '--make-iptables-util-chains=false',
-        '--cpu-manager-policy=static',
-        '--reserved-cpus=0',
-        '--cpu-manager-reconcile-period=1s',
-        '--memory-manager-policy=Static',
-        '--reserved-memory=0:memory=100Mi',
-        '--topology-manager-policy=single-numa-node',
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const orchlet = spawnOrchlet([
+      ...criStandaloneArgs(h, { node: NODE, manifests, root, certDir: join(dir, 'pki'), port: await freePort(), readOnlyPort }),
+      '--cpu-manager-policy=static',
+      '--reserved-cpus=0',
+      '--cpu-manager-reconcile-period=1s',
+      '--memory-manager-policy=Static',
+      '--reserved-memory=0:memory=100Mi',
+      '--topology-manager-policy=single-numa-node',
+    ]);
+    const { child, exited } = orchlet;
     const cgroupBase = join(CPUSET_ROOT, h.cgroupRoot);
     /** The cpuset cgroup of the running container of pod `name`. */
     const containerCgroup = async (name: string): Promise<string> =>
@@ -111,7 +89,7 @@ void describe('resource managers on containerd', () => {
         },
         { timeoutMs: 60_000 },
       ).catch((err: unknown) => {
-        throw new Error(`${String(err)}\norchlet stderr:\n${stderr}`);
+        throw new Error(`${String(err)}\norchlet stderr:\n${orchlet.stderr()}`);
       });
     const cpusetOf = (cg: string) => read(cg, 'cpuset.cpus');
     try {
@@ -135,7 +113,7 @@ void describe('resource managers on containerd', () => {
         { timeoutMs: 30_000 },
       );
       child.kill('SIGTERM');
-      assert.equal(await exited, 0, stderr);
+      assert.equal(await exited, 0, orchlet.stderr());
     } finally {
       if (child.exitCode === null) {
         child.kill('SIGTERM');

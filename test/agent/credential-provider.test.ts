@@ -12,7 +12,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildImageLayout, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, startContainerd, unmountUnder, type ContainerdHarness } from '../helpers/containerd.js';
+import { buildImageLayout, leftovers, containerdTestPrerequisites, startContainerd, unmountUnder, type ContainerdHarness } from '../helpers/containerd.js';
 import { startCluster } from '../helpers/cluster.js';
 import { startAgent } from '../helpers/agent.js';
 import { waitFor } from './runtime-contract.js';
@@ -27,6 +27,7 @@ import { ImagePuller } from '../../src/agent/images.js';
 import type { ImageService } from '../../src/agent/runtime/runtime.js';
 import type { Pod } from '../../src/agent/types.js';
 import { getJSON } from '../helpers/http.js';
+import { criStandaloneArgs, spawnOrchlet } from '../helpers/orchlet-process.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'credprov-node';
@@ -278,33 +279,13 @@ providers:
     await writeFile(join(manifests, 'matched.json'), manifest('matched', `${host}/team/busybox:1.35`));
     await writeFile(join(manifests, 'unmatched.json'), manifest('unmatched', `${host}/other/busybox:1.35`));
     const readOnlyPort = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        ORCHLET,
-        '--make-iptables-util-chains=false',
-        '--container-runtime=remote',
-        `--container-runtime-endpoint=${h.endpoint}`,
-        `--cgroup-root=${h.cgroupRoot}`,
-        `--pod-manifest-path=${manifests}`,
-        `--root-dir=${join(dir, 'root')}`,
-        '--file-check-frequency=1s',
-        `--hostname-override=${NODE}`,
-        '--address=127.0.0.1',
-        `--port=${await freePort()}`,
-        `--read-only-port=${readOnlyPort}`,
-        '--healthz-port=0',
-        `--cert-dir=${join(dir, 'pki')}`,
-        `--pod-infra-container-image=${PAUSE_IMAGE}`,
-        '--feature-gates=KubeletCredentialProviders=true',
-        `--image-credential-provider-config=${config}`,
-        `--image-credential-provider-bin-dir=${bin}`,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const orchlet = spawnOrchlet([
+      ...criStandaloneArgs(h, { node: NODE, manifests, root: join(dir, 'root'), certDir: join(dir, 'pki'), port: await freePort(), readOnlyPort }),
+      '--feature-gates=KubeletCredentialProviders=true',
+      `--image-credential-provider-config=${config}`,
+      `--image-credential-provider-bin-dir=${bin}`,
+    ]);
+    const { child, exited } = orchlet;
     const podNamed = async (name: string): Promise<Pod | undefined> => {
       const list = (await getJSON(readOnlyPort, '/pods').catch(() => undefined)) as { items?: Pod[] } | undefined;
       return list?.items?.find((x) => x.metadata.name === `${name}-${NODE}`);
@@ -313,7 +294,7 @@ providers:
       const matched = await eventually('the matched pod to succeed', async () => ((await podNamed('matched'))?.status?.phase === 'Succeeded' ? true : undefined), {
         timeoutMs: 60_000,
       }).catch((err: unknown) => {
-        throw new Error(`${String(err)}\norchlet stderr:\n${stderr}\nregistry: ${JSON.stringify(registry?.requests.slice(-5))}`);
+        throw new Error(`${String(err)}\norchlet stderr:\n${orchlet.stderr()}\nregistry: ${JSON.stringify(registry?.requests.slice(-5))}`);
       });
       assert.ok(matched);
       const waiting = await eventually(

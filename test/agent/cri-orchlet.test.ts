@@ -11,10 +11,11 @@ import { fileURLToPath } from 'node:url';
 import { CriClient } from '../../src/agent/runtime/cri/client.js';
 import { parseLog } from '../../src/agent/runtime/crilog.js';
 import type { Pod } from '../../src/agent/types.js';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { waitFor } from './runtime-contract.js';
 import { getJSON } from '../helpers/http.js';
+import { criStandaloneArgs, spawnOrchlet } from '../helpers/orchlet-process.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'cri-node';
@@ -84,35 +85,15 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
     await writeFile(join(manifests, 'pull.yaml'), JSON.stringify(pod('pull', { containers: [{ name: 'c', image: UNREACHABLE_IMAGE }] })));
 
     const [port, readOnlyPort] = [await freePort(), await freePort()];
-    const child = spawn(
-      process.execPath,
-      [
-        ORCHLET,
-        '--make-iptables-util-chains=false',
-        '--container-runtime=remote',
-        `--container-runtime-endpoint=${h.endpoint}`,
-        `--cgroup-root=${h.cgroupRoot}`,
-        `--pod-manifest-path=${manifests}`,
-        `--root-dir=${root}`,
-        '--file-check-frequency=1s',
-        `--hostname-override=${NODE}`,
-        '--address=127.0.0.1',
-        `--port=${port}`,
-        `--read-only-port=${readOnlyPort}`,
-        '--healthz-port=0',
-        `--cert-dir=${join(dir, 'pki')}`,
-        '--cpu-cfs-quota-period=50ms',
-        `--image-service-endpoint=${h.endpoint}`,
-        `--pod-infra-container-image=${PAUSE_IMAGE}`,
-        '--runtime-request-timeout=30s',
-        '--serialize-image-pulls=false',
-        '--registry-qps=0',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const orchlet = spawnOrchlet([
+      ...criStandaloneArgs(h, { node: NODE, manifests, root, certDir: join(dir, 'pki'), port, readOnlyPort }),
+      '--cpu-cfs-quota-period=50ms',
+      `--image-service-endpoint=${h.endpoint}`,
+      '--runtime-request-timeout=30s',
+      '--serialize-image-pulls=false',
+      '--registry-qps=0',
+    ], { stdout: 'pipe' });
+    const { child, exited } = orchlet;
     const cri = await CriClient.connect({ runtimeEndpoint: h.endpoint });
     const podStatus = async (name: string): Promise<Pod['status'] | undefined> => {
       const list = (await getJSON(readOnlyPort, '/pods').catch(() => undefined)) as { items?: Pod[] } | undefined;
@@ -139,7 +120,7 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
         },
         20_000,
       ).catch((err: unknown) => {
-        throw new Error(`${String(err)}\norchlet stderr:\n${stderr}\ncontainerd:\n${h.log()}`);
+        throw new Error(`${String(err)}\norchlet stderr:\n${orchlet.stderr()}\ncontainerd:\n${h.log()}`);
       });
       const prefix = h.subnet.slice(0, h.subnet.lastIndexOf('.') + 1);
       assert.ok(web.podIP?.startsWith(prefix), `podIP ${web.podIP} in ${h.subnet}`);
@@ -190,7 +171,7 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
       assert.equal(await podStatus('web'), undefined);
 
       child.kill('SIGTERM');
-      assert.equal(await exited, 0, stderr);
+      assert.equal(await exited, 0, orchlet.stderr());
       // SIGTERM leaves a CRI runtime's containers to the next agent (test/agent/cri-pods.test.ts); none runs here
       assert.deepEqual(await cri.listContainers({ state: { state: 'CONTAINER_RUNNING' } }), []);
     } finally {

@@ -5,17 +5,18 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { eventually } from '../helpers/eventually.js';
 import { seccompProfileOf } from '../../src/agent/seccomp.js';
 import type { Pod } from '../../src/agent/types.js';
 import { getJSON } from '../helpers/http.js';
+import { criStandaloneArgs, spawnOrchlet } from '../helpers/orchlet-process.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 const NODE = 'seccomp-node';
@@ -71,32 +72,12 @@ void describe('seccomp profiles', () => {
     await writeFile(join(manifests, 'dflt.yaml'), manifest('dflt', {}));
     await writeFile(join(manifests, 'unconf.yaml'), manifest('unconf', { securityContext: { seccompProfile: { type: 'Unconfined' } } }));
     const readOnlyPort = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        ORCHLET,
-        '--make-iptables-util-chains=false',
-        '--container-runtime=remote',
-        `--container-runtime-endpoint=${h.endpoint}`,
-        `--cgroup-root=${h.cgroupRoot}`,
-        `--pod-manifest-path=${manifests}`,
-        `--root-dir=${root}`,
-        '--file-check-frequency=1s',
-        `--hostname-override=${NODE}`,
-        '--address=127.0.0.1',
-        `--port=${await freePort()}`,
-        `--read-only-port=${readOnlyPort}`,
-        '--healthz-port=0',
-        `--cert-dir=${join(dir, 'pki')}`,
-        `--pod-infra-container-image=${PAUSE_IMAGE}`,
-        '--feature-gates=SeccompDefault=true',
-        '--seccomp-default',
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const orchlet = spawnOrchlet([
+      ...criStandaloneArgs(h, { node: NODE, manifests, root, certDir: join(dir, 'pki'), port: await freePort(), readOnlyPort }),
+      '--feature-gates=SeccompDefault=true',
+      '--seccomp-default',
+    ]);
+    const { child, exited } = orchlet;
     const logOf = async (name: string): Promise<string> => {
       const pod = await eventually(
         `pod ${name} to succeed`,
@@ -107,7 +88,7 @@ void describe('seccomp profiles', () => {
         },
         { timeoutMs: 30_000 },
       ).catch((err: unknown) => {
-        throw new Error(`${String(err)}\norchlet stderr:\n${stderr}`);
+        throw new Error(`${String(err)}\norchlet stderr:\n${orchlet.stderr()}`);
       });
       return readFile(join(root, 'pods', pod.metadata.uid, 'containers', 'c', '0.log'), 'utf8');
     };
@@ -121,7 +102,7 @@ void describe('seccomp profiles', () => {
         return (list.items ?? []).length === 0;
       }, { timeoutMs: 30_000 });
       child.kill('SIGTERM');
-      assert.equal(await exited, 0, stderr);
+      assert.equal(await exited, 0, orchlet.stderr());
     } finally {
       if (child.exitCode === null) {
         child.kill('SIGTERM');
