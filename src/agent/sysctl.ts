@@ -23,18 +23,32 @@ export const KERNEL_TUNABLES: readonly (readonly [string, number])[] = [
 ];
 
 export interface TunableResult {
-  /** Tunables written (modify mode). */
+  /** Tunables written (modify mode) or that would be (report mode): 'flag: actual -> expected'. */
   changed: string[];
-  /** Errors: differences under protection, or failed writes. */
+  /** Errors: differences under protection, unreadable tunables, or failed writes. */
   errors: string[];
+}
+
+/** One differing tunable, as kubelet logs it ('Updating kernel flag' flag expectedValue actualValue). */
+export interface TunableUpdate {
+  flag: string;
+  expected: number;
+  actual: number;
+  /** Set when the write failed. */
+  error?: string;
 }
 
 /**
  * kubelet's setupKernelTunables: 'protect' makes every differing tunable an error ('invalid kernel flag:
- * vm/overcommit_memory, expected value: 1, actual value: 0'); 'modify' writes the expected values; 'report' only
- * lists, in `changed`, what 'modify' would write.
+ * vm/overcommit_memory, expected value: 1, actual value: 0'); 'modify' writes the expected values, calling
+ * onUpdate before each write and again with `error` set when it failed (a failed write is also an error, as
+ * kubelet's); 'report' only lists, in `changed`, what 'modify' would write.
  */
-export function setupKernelTunables(mode: 'protect' | 'modify' | 'report', procSys = '/proc/sys'): TunableResult {
+export function setupKernelTunables(
+  mode: 'protect' | 'modify' | 'report',
+  procSys = '/proc/sys',
+  onUpdate: (u: TunableUpdate) => void = () => {},
+): TunableResult {
   const result: TunableResult = { changed: [], errors: [] };
   for (const [flag, expected] of KERNEL_TUNABLES) {
     const path = join(procSys, flag);
@@ -54,11 +68,14 @@ export function setupKernelTunables(mode: 'protect' | 'modify' | 'report', procS
       result.changed.push(`${flag}: ${actual} -> ${expected}`);
       continue;
     }
+    onUpdate({ flag, expected, actual });
     try {
       writeFileSync(path, `${expected}`);
       result.changed.push(`${flag}: ${actual} -> ${expected}`);
     } catch (err) {
-      result.errors.push(`failed to set ${flag} to ${expected}: ${err instanceof Error ? err.message : String(err)}`);
+      const error = `open ${path}: ${err instanceof Error ? err.message : String(err)}`;
+      onUpdate({ flag, expected, actual, error });
+      result.errors.push(error);
     }
   }
   return result;

@@ -284,16 +284,33 @@ export async function agentConfigFromOptions(options: AgentOptions, log: Logger)
 }
 
 /**
- * --oom-score-adj and --protect-kernel-defaults. kubelet logs a failed oom_score_adj and goes on; it refuses to
- * start when protected tunables differ. Unprotected, kubelet writes them; orchlet reports the differences
- * instead of changing the kernel of the machine it runs on (kernel.panic, panic_on_oops): see README.
+ * --oom-score-adj and --protect-kernel-defaults. kubelet logs a failed oom_score_adj and goes on. Its container
+ * manager (setupNode) refuses to start when protected tunables differ; unprotected, it writes the expected values,
+ * logging each at -v=2 ('Updating kernel flag'), and a write that fails stops the start as well, except in a user
+ * namespace with the OrchletInUserNamespace gate (kubelet's KubeletInUserNamespace), where it is logged and ignored.
  */
-function kernelSettings(options: AgentOptions, log: AgentLogger): void {
+function kernelSettings(options: AgentOptions, log: AgentLogger, procSys = '/proc/sys'): void {
   const why = applyOomScoreAdj(options.oomScoreAdj);
   if (why !== undefined) log.warning('Failed to ApplyOOMScoreAdj', 'err', why);
-  const tunables = setupKernelTunables(options.protectKernelDefaults ? 'protect' : 'report');
-  if (tunables.errors.length > 0 && options.protectKernelDefaults) fail(PROGRAM, new Error(`Failed to start ContainerManager: [${tunables.errors.join(', ')}]`));
-  for (const c of tunables.changed) log.v(2).info('Kernel tunable differs from what kubelet sets; left unchanged', 'flag', c);
+  const inUserNS = runningInUserNS();
+  const ignoreFailures = inUserNS && options.featureGates.OrchletInUserNamespace === true;
+  const tunables = setupKernelTunables(options.protectKernelDefaults ? 'protect' : 'modify', procSys, (u) => {
+    if (u.error === undefined) log.v(2).info('Updating kernel flag', 'flag', u.flag, 'expectedValue', u.expected, 'actualValue', u.actual);
+    else if (ignoreFailures) log.v(2).info('Updating kernel flag failed (running in UserNS, ignoring)', 'flag', u.flag, 'err', u.error);
+    else if (inUserNS) log.error('Updating kernel flag failed (Hint: enable OrchletInUserNamespace feature flag to ignore the error)', 'flag', u.flag, 'err', u.error);
+  });
+  const errors = ignoreFailures ? tunables.errors.filter((e) => !e.startsWith('open ')) : tunables.errors;
+  if (errors.length > 0) fail(PROGRAM, new Error(`Failed to start ContainerManager: [${errors.join(', ')}]`));
+}
+
+/** runc's RunningInUserNS: a uid_map other than the whole range mapped onto itself. */
+function runningInUserNS(): boolean {
+  try {
+    const fields = readFileSync('/proc/self/uid_map', 'utf8').trim().split(/\s+/);
+    return !(fields.length === 3 && fields[0] === '0' && fields[1] === '0' && fields[2] === '4294967295');
+  } catch {
+    return false;
+  }
 }
 
 /**
