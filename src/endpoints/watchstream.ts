@@ -37,8 +37,22 @@ export async function serveWatch(
     res.setHeader('Cache-Control', 'no-cache, private');
     (res as { flushHeaders?: () => void }).flushHeaders?.();
     for await (const ev of watch) {
-      const object = ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED' ? transform(ev.object) : ev.object;
-      const line = protobuf ? encodeWatchEventProtobuf(ev.type, object as object) : JSON.stringify({ type: ev.type, object }) + '\n';
+      const change = ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED';
+      const object = change ? transform(ev.object) : ev.object;
+      const encode = () => (protobuf ? encodeWatchEventProtobuf(ev.type, object as object) : JSON.stringify({ type: ev.type, object }) + '\n');
+      let line: string | Buffer;
+      if (change && object === ev.object && typeof object === 'object' && object !== null) {
+        // The object as the store gave it (no Table or metadata-only conversion): the same object reaches every
+        // watcher of this event, so the line is encoded once per event type and content type and shared.
+        let byOutput = store.watchEncodings.get(object);
+        if (!byOutput) store.watchEncodings.set(object, (byOutput = new Map()));
+        const k = protobuf ? `${ev.type} pb` : `${ev.type} json`;
+        const done = byOutput.get(k);
+        if (done === undefined) byOutput.set(k, (line = encode()));
+        else line = done;
+      } else {
+        line = encode();
+      }
       if (!(res as unknown as Writable).write(line)) {
         await new Promise<void>((resolve) => {
           const done = () => {

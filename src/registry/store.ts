@@ -184,6 +184,12 @@ export class ResourceStore {
   readonly gr: GroupResource;
   private readonly root: string;
   private readonly observers = new Set<WriteObserver>();
+  /**
+   * Encodings of watch event objects, by object, then by event type and content type: the watch cache hands
+   * every watcher of an event the same (never changed) object, so watchers with the same output share one
+   * encoding per event (endpoints/watchstream.ts). Weak: an entry lives as long as its event object.
+   */
+  readonly watchEncodings = new WeakMap<object, Map<string, string | Buffer>>();
   /** now() as text, kept for the second it names. */
   private nowSecond = NaN;
   private nowText = '';
@@ -647,7 +653,8 @@ export class ResourceStore {
       } catch (err) {
         throw this.translate(err, name);
       }
-      const old = current ? this.decode(current) : null;
+      // The watch cache's JSON copy of the same revision when it has one: no protobuf decode (see readable).
+      const old = current ? this.decode(this.readable(current)) : null;
       const next = structuredClone(await build(old ? structuredClone(old) : null));
       if (!old) {
         if (subresource !== '' || !(this.decl.strategy.allowCreateOnUpdate || opts.forceAllowCreate)) {
@@ -850,7 +857,7 @@ export class ResourceStore {
         throw this.translate(err, name);
       }
       if (!current) throw apiErrors.notFound(this.gr, name);
-      const obj = this.decode(current);
+      const obj = this.decode(this.readable(current));
       const meta = obj.metadata!;
       const pre = opts.preconditions;
       if (pre?.uid && pre.uid !== meta.uid) {
@@ -894,7 +901,7 @@ export class ResourceStore {
       try {
         const del = await this.deps.kv.delete(key, current.modRevision);
         if (this.observers.size > 0) this.written(name, null, del.revision);
-        const gone = this.decode(del.prevKv);
+        const gone = this.decode(this.readable(del.prevKv));
         await this.decl.afterDelete?.(gone, this.ctx(scope));
         return { object: gone, deleted: true };
       } catch (err) {
