@@ -4,7 +4,7 @@
  * registering its node, and stopped with SIGTERM (SIGKILL after a minute); and the percentile of sorted figures.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,29 @@ import { freePort } from '../test/helpers/ports.js';
 import type { BenchServer } from './api.js';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+// The kernel tunables orchlet writes, as kubelet, without --protect-kernel-defaults (src/agent/sysctl.ts).
+const KERNEL_TUNABLES = ['vm/overcommit_memory', 'vm/panic_on_oom', 'kernel/panic', 'kernel/panic_on_oops', 'kernel/keys/root_maxkeys', 'kernel/keys/root_maxbytes'];
+
+/**
+ * The command that runs `args` with node: as root (where the agent would write the host's kernel
+ * tunables), inside a private mount namespace where each tunable is a bind-mounted copy kept in `dir`,
+ * so a bench never changes the host's settings (unshare execs, so the process keeps its pid).
+ */
+function isolatedFromHostSysctls(dir: string, args: readonly string[]): [string, string[]] {
+  const unshare = ['/usr/bin/unshare', '/bin/unshare'].find((p) => existsSync(p));
+  if (process.getuid?.() !== 0 || unshare === undefined) return [process.execPath, [...args]];
+  const lines: string[] = [];
+  for (const t of KERNEL_TUNABLES) {
+    const path = `/proc/sys/${t}`;
+    if (!existsSync(path)) continue;
+    const copy = join(dir, `sysctl.${t.replaceAll('/', '.')}`);
+    writeFileSync(copy, readFileSync(path, 'utf8'));
+    lines.push(`mount --bind '${copy}' '${path}' || exit 97`);
+  }
+  lines.push('exec "$@"');
+  return [unshare, ['--mount', '--propagation', 'private', 'sh', '-c', lines.join('\n'), 'sh', process.execPath, ...args]];
+}
 
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
@@ -58,7 +81,8 @@ export async function startBenchAgent(server: BenchServer, dir: string, node: st
     '--healthz-port=0',
     ...extraArgs,
   ];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const [command, commandArgs] = isolatedFromHostSysctls(dir, args);
+  const child = spawn(command, commandArgs, { stdio: ['ignore', 'ignore', 'pipe'] });
   if (logFile) child.stderr.pipe(createWriteStream(logFile));
   // The last 200,000 characters of its standard error: enough for the readiness line and for an error.
   let err = '';
