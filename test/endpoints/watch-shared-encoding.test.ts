@@ -5,7 +5,6 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { request as httpsRequest } from 'node:https';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { WatchFrameReader, encodeObject } from '../../src/util/protobuf.js';
 
@@ -23,20 +22,10 @@ describe('watch events encoded once and shared between watchers', () => {
     await c.stop();
   });
 
-  const send = (method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> =>
-    new Promise((resolve, reject) => {
-      const u = new URL(path, c.url);
-      const req = httpsRequest(
-        { host: u.hostname, port: u.port, path: u.pathname + u.search, method, ca: c.cp.server.caCert, headers: { authorization: `Bearer ${c.token}`, ...headers } },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (d: Buffer) => chunks.push(d));
-          res.on('end', () => resolve({ contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks) }));
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
+  const send = async (method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> => {
+    const r = await c.request(method, path, { headers, ...(body !== undefined ? { body, contentType: headers['content-type'] ?? 'application/json' } : {}) });
+    return { contentType: String(r.headers['content-type'] ?? ''), body: r.body };
+  };
 
   it('JSON, protobuf, Table and metadata-only watchers each get the same events in their own form', async () => {
     const listed = await send('GET', '/api/v1/namespaces/default/configmaps', { accept: 'application/json' });

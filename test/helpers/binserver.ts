@@ -200,7 +200,8 @@ export async function startBinCluster(args: string[] = [], o: StartBinOptions = 
       } catch {
         json = undefined;
       }
-      return { status: r.status, headers: r.headers, text: r.body, json };
+      // the binary's answers are read as text: body holds their UTF-8 bytes
+      return { status: r.status, headers: r.headers, text: r.body, json, body: Buffer.from(r.body) };
     },
     stop: () => server.stop(),
   };

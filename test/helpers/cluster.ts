@@ -41,6 +41,8 @@ export interface RawReply {
   text: string;
   /** The body parsed as JSON, or undefined when it is not JSON. */
   json: any;
+  /** The body's bytes (protobuf answers). */
+  body: Buffer;
 }
 
 /** The kubectl binaries on this machine: 'default' and every kubectl.1.NN beside the real binary. */
@@ -138,14 +140,15 @@ export async function startCluster(extraArgs: string[] = [], opts: StartClusterO
           const chunks: Buffer[] = [];
           res.on('data', (d: Buffer) => chunks.push(d));
           res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
+            const raw = Buffer.concat(chunks);
+            const text = raw.toString('utf8');
             let json: unknown;
             try {
               json = JSON.parse(text);
             } catch {
               json = undefined;
             }
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json, body: raw });
           });
           res.on('error', reject);
         });

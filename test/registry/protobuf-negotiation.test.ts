@@ -6,7 +6,6 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { request as httpsRequest } from 'node:https';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { WatchFrameReader, decodeObject, encodeObject, hasProtobufMagic, type WatchFrame } from '../../src/util/protobuf.js';
 
@@ -25,20 +24,10 @@ describe('protobuf negotiation: both spellings', () => {
     await c.stop();
   });
 
-  const send = (method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> =>
-    new Promise((resolve, reject) => {
-      const u = new URL(path, c.url);
-      const req = httpsRequest(
-        { host: u.hostname, port: u.port, path: u.pathname + u.search, method, ca: c.cp.server.caCert, headers: { authorization: `Bearer ${c.token}`, ...headers } },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (d: Buffer) => chunks.push(d));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks) }));
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
+  const send = async (method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> => {
+    const r = await c.request(method, path, { headers, ...(body !== undefined ? { body, contentType: headers['content-type'] ?? 'application/json' } : {}) });
+    return { status: r.status, contentType: String(r.headers['content-type'] ?? ''), body: r.body };
+  };
 
   for (const spelling of ['application/vnd.orch.protobuf', 'application/vnd.kubernetes.protobuf']) {
     it(`create, get and list answer as ${spelling} when it is accepted`, async () => {
