@@ -118,7 +118,7 @@ export function loadEgressSelectorConfig(path: string, metrics = new EgressMetri
     if (!address) return;
     const transportLabel = 'uds' in address ? 'uds' : 'tcp';
     out[name] =
-      protocol === 'GRPC' ? metrics.measure(grpcDialer(address), 'grpc', transportLabel) : metrics.measure(httpConnectDialer(address), 'http_connect', transportLabel);
+      protocol === 'GRPC' && 'uds' in address ? metrics.measure(konnectivityDialer(address.uds), 'grpc', transportLabel) : metrics.measure(httpConnectDialer(address), 'http_connect', transportLabel);
   });
   if (errs.length > 0) throw new Error(`invalid egress selector config in "${path}": [${errs.join(', ')}]`);
   return out;
@@ -162,17 +162,6 @@ function proxyAddress(transport: Record<string, unknown>, field: string, errs: s
   if (cert) files.cert = cert;
   if (key) files.key = key;
   return { url, tls: files };
-}
-
-function grpcDialer(address: ProxyAddress): Dialer {
-  if ('uds' in address) return konnectivityDialer({ target: `unix:${address.uds}`, display: address.uds });
-  const host = address.url.hostname;
-  const port = address.url.port || (address.url.protocol === 'https:' ? '443' : '80');
-  return konnectivityDialer({
-    target: `${host}:${port}`,
-    display: address.url.href,
-    ...(address.url.protocol === 'https:' ? { tls: address.tls } : {}),
-  });
 }
 
 /**

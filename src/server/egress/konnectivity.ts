@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Duplex } from 'node:stream';
-import type { ChannelCredentials, ClientDuplexStream } from '@grpc/grpc-js';
+import type { ClientDuplexStream } from '@grpc/grpc-js';
 import type { Dialer } from '../../util/dial.js';
 import { DialError } from './metrics.js';
 
@@ -242,27 +242,14 @@ class TunnelConnection extends Duplex {
   }
 }
 
-export interface KonnectivityTarget {
-  /** A gRPC target: 'unix:/path/to/socket' or 'host:port'. */
-  target: string;
-  /** For a TCP target: TLS to the proxy server with these PEMs (absent: plaintext). */
-  tls?: { ca?: string; cert?: string; key?: string };
-  /** Shown in errors: the socket path or URL. */
-  display: string;
-}
-
-/** A Dialer over the konnectivity protocol: one gRPC connection and Proxy stream per dial. */
-export function konnectivityDialer(t: KonnectivityTarget): Dialer {
+/**
+ * A Dialer over the konnectivity protocol to the proxy server on the Unix socket `socketPath` (the only
+ * transport 1.23 allows for GRPC): one gRPC connection and Proxy stream per dial.
+ */
+export function konnectivityDialer(socketPath: string): Dialer {
   return async (host, port) => {
     const grpc = await import('@grpc/grpc-js');
-    const credentials: ChannelCredentials = t.tls
-      ? grpc.credentials.createSsl(
-          t.tls.ca ? Buffer.from(t.tls.ca) : null,
-          t.tls.key ? Buffer.from(t.tls.key) : null,
-          t.tls.cert ? Buffer.from(t.tls.cert) : null,
-        )
-      : grpc.credentials.createInsecure();
-    const client = new grpc.Client(t.target, credentials);
+    const client = new grpc.Client(`unix:${socketPath}`, grpc.credentials.createInsecure());
     const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
     const stream = client.makeBidiStreamRequest(
       PROXY_METHOD,
@@ -295,7 +282,7 @@ export function konnectivityDialer(t: KonnectivityTarget): Dialer {
         else {
           stream.cancel();
           client.close();
-          reject(new DialError(`dial ${address} through the konnectivity server ${t.display}: ${err.message}`, answered ? 'proxy' : 'connect'));
+          reject(new DialError(`dial ${address} through the konnectivity server ${socketPath}: ${err.message}`, answered ? 'proxy' : 'connect'));
         }
       };
       const timer = setTimeout(() => {
