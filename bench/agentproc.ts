@@ -9,12 +9,10 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../test/helpers/ports.js';
+import { KERNEL_TUNABLES } from '../src/agent/sysctl.js';
 import type { BenchServer } from './api.js';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-// The kernel tunables orchlet writes, as kubelet, without --protect-kernel-defaults (src/agent/sysctl.ts).
-const KERNEL_TUNABLES = ['vm/overcommit_memory', 'vm/panic_on_oom', 'kernel/panic', 'kernel/panic_on_oops', 'kernel/keys/root_maxkeys', 'kernel/keys/root_maxbytes'];
 
 /**
  * The command that runs `args` with node: as root (where the agent would write the host's kernel
@@ -25,7 +23,8 @@ function isolatedFromHostSysctls(dir: string, args: readonly string[]): [string,
   const unshare = ['/usr/bin/unshare', '/bin/unshare'].find((p) => existsSync(p));
   if (process.getuid?.() !== 0 || unshare === undefined) return [process.execPath, [...args]];
   const lines: string[] = [];
-  for (const t of KERNEL_TUNABLES) {
+  // the tunables orchlet writes, as kubelet, without --protect-kernel-defaults
+  for (const [t] of KERNEL_TUNABLES) {
     const path = `/proc/sys/${t}`;
     if (!existsSync(path)) continue;
     const copy = join(dir, `sysctl.${t.replaceAll('/', '.')}`);

@@ -11,15 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
-// the tunables orchlet writes (src/agent/sysctl.ts, kubelet's setupKernelTunables)
-const KERNEL_TUNABLES = [
-  'vm/overcommit_memory',
-  'vm/panic_on_oom',
-  'kernel/panic',
-  'kernel/panic_on_oops',
-  'kernel/keys/root_maxkeys',
-  'kernel/keys/root_maxbytes',
-];
+// the tunables orchlet writes (kubelet's setupKernelTunables), from the build the tests run against
+const { KERNEL_TUNABLES } = await import('../dist/src/agent/sysctl.js');
 
 function walk(dir, out = []) {
   for (const name of readdirSync(dir)) {
@@ -48,7 +41,7 @@ let r;
 if (process.getuid?.() === 0 && unshare !== undefined) {
   const copies = mkdtempSync(join(tmpdir(), 'orch-test-sysctl-'));
   const lines = [];
-  for (const t of KERNEL_TUNABLES) {
+  for (const [t] of KERNEL_TUNABLES) {
     const path = `/proc/sys/${t}`;
     let value;
     try {
