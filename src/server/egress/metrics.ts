@@ -21,10 +21,14 @@ export class DialError extends Error {
 
 const LATENCY_BUCKETS = [0.005, 0.025, 0.1, 0.5, 2.5, 12.5];
 
-/** Bound to the server's registry once the server exists; dials before that are not counted. */
+/**
+ * Bound to the server's registry once the server exists. Dials before that (the etcd client's, made when the
+ * storage opens) are kept and counted at bind, as kube-apiserver's global registry counts them.
+ */
 export class EgressMetrics {
   private latencies: Histogram<'protocol' | 'transport'> | undefined;
   private failures: Counter<'protocol' | 'transport' | 'stage'> | undefined;
+  private early: (() => void)[] = [];
 
   bind(metrics: ServerMetrics): void {
     this.latencies = metrics.histogram({
@@ -38,6 +42,14 @@ export class EgressMetrics {
       help: 'Dial failure count, labeled by the protocol (http-connect or grpc), transport (tcp or uds), and stage (connect or proxy). The stage indicates at which stage the dial failed',
       labelNames: ['protocol', 'transport', 'stage'],
     });
+    for (const record of this.early) record();
+    this.early = [];
+  }
+
+  /** Records now, or at bind when not bound yet. */
+  private record(what: () => void): void {
+    if (this.latencies) what();
+    else this.early.push(what);
   }
 
   /** The dialer, measured under these labels. */
@@ -46,10 +58,12 @@ export class EgressMetrics {
       const start = performance.now();
       try {
         const conn = await dial(host, port);
-        this.latencies?.observe({ protocol, transport }, (performance.now() - start) / 1000);
+        const seconds = (performance.now() - start) / 1000;
+        this.record(() => this.latencies?.observe({ protocol, transport }, seconds));
         return conn;
       } catch (err) {
-        this.failures?.inc({ protocol, transport, stage: err instanceof DialError ? err.stage : 'connect' });
+        const stage = err instanceof DialError ? err.stage : 'connect';
+        this.record(() => this.failures?.inc({ protocol, transport, stage }));
         throw err;
       }
     };
