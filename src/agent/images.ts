@@ -5,7 +5,9 @@
 //   - a failed pull is ErrImagePull with the runtime's reason, and starts a back-off (10 s doubling
 //     to 5 min) per pod and image during which the container waits as ImagePullBackOff;
 //   - pulls run one at a time when serialized (--serialize-image-pulls) and are rate limited by a
-//     token bucket (--registry-qps, --registry-burst; qps 0: unlimited);
+//     token bucket (--registry-qps, --registry-burst; qps 0: unlimited): as kubelet's throttled
+//     image service, a pull finding no token fails at once with 'pull QPS exceeded' (ErrImagePull,
+//     then the back-off) instead of waiting;
 //   - credentials: the pod's imagePullSecrets, then the credential provider plugins
 //     (credentialprovider/); none: an anonymous pull; else each login in turn until one works.
 // Events are reported through the caller's callback, worded as kubelet words them.
@@ -51,7 +53,7 @@ export function pullPolicyOf(c: Container): PullPolicy {
   return p === 'Always' || p === 'IfNotPresent' || p === 'Never' ? p : defaultPullPolicy(c.image);
 }
 
-/** A token bucket: `take()` resolves when a token is free. */
+/** A token bucket holding `burst` tokens, refilled at `qps` per second. */
 class TokenBucket {
   private tokens: number;
   private last: number;
@@ -64,17 +66,14 @@ class TokenBucket {
     this.last = now();
   }
 
-  async take(): Promise<void> {
-    for (;;) {
-      const t = this.now();
-      this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.qps);
-      this.last = t;
-      if (this.tokens >= 1) {
-        this.tokens -= 1;
-        return;
-      }
-      await new Promise((r) => setTimeout(r, Math.ceil(((1 - this.tokens) / this.qps) * 1000)));
-    }
+  /** Takes a token if one is free now (client-go's TryAccept: no waiting). */
+  tryTake(): boolean {
+    const t = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.qps);
+    this.last = t;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
   }
 }
 
@@ -119,7 +118,8 @@ export class ImagePuller {
     try {
       const credentials = await this.credentialsFor(pod, image);
       const imageRef = await this.serialized(async () => {
-        await this.bucket?.take();
+        // kubelet's throttled image service refuses a pull beyond the rate (ErrImagePull, then the back-off)
+        if (this.bucket && !this.bucket.tryTake()) throw new Error('pull QPS exceeded');
         return this.pullWith(image, sandboxConfig, credentials);
       });
       this.lastFailure.delete(key);

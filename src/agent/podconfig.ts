@@ -67,7 +67,8 @@ export function readResolvConf(path: string | undefined): ResolvConf {
     const line = raw.replace(/[#;].*$/, '').trim();
     const [key, ...rest] = line.split(/\s+/);
     if (key === 'nameserver' && rest[0]) out.servers.push(rest[0]);
-    else if (key === 'search' || key === 'domain') out.searches = rest;
+    // kubelet reads only the last search line ('domain' is ignored), dropping '.' and trailing dots
+    else if (key === 'search') out.searches = rest.filter((s) => s !== '.').map((s) => s.replace(/\.$/, ''));
     else if (key === 'options') out.options.push(...rest);
   }
   return out;
@@ -90,6 +91,8 @@ export function podDNSConfig(pod: Pod, o: PodConfigOptions): DNSConfig {
   let cfg: DNSConfig = { servers: [], searches: [], options: [] };
   if (policy === 'Default') {
     cfg = { servers: host.servers, searches: host.searches, options: host.options };
+    // --resolv-conf="": no lookups (the runtime would otherwise copy the host's file): the local resolver, no search
+    if (o.resolvConf === '') cfg = { servers: ['127.0.0.1'], searches: ['.'], options: [] };
   } else if (policy === 'ClusterFirst' || policy === 'ClusterFirstWithHostNet') {
     const d = o.clusterDomain;
     const searches = d ? [`${pod.metadata.namespace}.svc.${d}`, `svc.${d}`, d] : [];
@@ -166,11 +169,14 @@ export function containerResources(pod: Pod, c: Container, o: PodConfigOptions):
   const out: LinuxContainerResources = {};
   const shares = cpuRequest ? (cpuRequest.milli * BigInt(SHARES_PER_CPU)) / 1000n : 0n;
   out.cpuShares = Number(shares < BigInt(MIN_SHARES) ? BigInt(MIN_SHARES) : shares);
-  if (cpuLimit && o.cpuCFSQuota !== false) {
+  // kubelet sets the period whenever CFS quota is on (a container without a cpu limit gets quota 0: none)
+  if (o.cpuCFSQuota !== false) {
     const period = BigInt(Math.round((o.cpuCFSQuotaPeriodMs ?? 100) * 1000));
-    const quota = (cpuLimit.milli * period) / 1000n;
     out.cpuPeriod = Number(period);
-    out.cpuQuota = Number(quota < BigInt(MIN_QUOTA_PERIOD_US) ? BigInt(MIN_QUOTA_PERIOD_US) : quota);
+    if (cpuLimit && cpuLimit.milli > 0n) {
+      const quota = (cpuLimit.milli * period) / 1000n;
+      out.cpuQuota = Number(quota < BigInt(MIN_QUOTA_PERIOD_US) ? BigInt(MIN_QUOTA_PERIOD_US) : quota);
+    }
   }
   if (memLimit) out.memoryLimitInBytes = Number(memLimit.value);
   const qos = qosClass(pod);

@@ -9,7 +9,6 @@ import { defaultPullPolicy, ImagePuller } from '../../src/agent/images.js';
 import { containerResources, podCgroupParent, podDNSConfig, podPortMappings, podSandboxLinux } from '../../src/agent/podconfig.js';
 import { RuntimeError, type ImageInfo, type ImageService } from '../../src/agent/runtime/runtime.js';
 import type { Container, Pod } from '../../src/agent/types.js';
-import { waitFor } from './runtime-contract.js';
 
 const pod = (containers: Partial<Container>[], spec: Record<string, unknown> = {}): Pod => ({
   apiVersion: 'v1',
@@ -43,7 +42,7 @@ void describe('pod config for image runtimes', () => {
     const tiny = pod([{ resources: { limits: { cpu: '1m' } } }]);
     assert.deepEqual(containerResources(tiny, tiny.spec.containers[0]!, { cpuCFSQuotaPeriodMs: 50 }), { cpuShares: 2, cpuPeriod: 50_000, cpuQuota: 1000, oomScoreAdj: 999 });
     const best = pod([{}]);
-    assert.deepEqual(containerResources(best, best.spec.containers[0]!, {}), { cpuShares: 2, oomScoreAdj: 1000 });
+    assert.deepEqual(containerResources(best, best.spec.containers[0]!, {}), { cpuShares: 2, cpuPeriod: 100_000, oomScoreAdj: 1000 });
     const g = pod([{ resources: { limits: { cpu: '2', memory: '1Gi' } } }]);
     assert.equal(containerResources(g, g.spec.containers[0]!, {}).oomScoreAdj, -997);
   });
@@ -69,7 +68,7 @@ void describe('pod config for image runtimes', () => {
         searches: [],
         options: ['ndots:2'],
       });
-      assert.deepEqual(podDNSConfig(pod([{}]), { resolvConf: '' }), { servers: [], searches: [], options: [] });
+      assert.deepEqual(podDNSConfig(pod([{}]), { resolvConf: '' }), { servers: ['127.0.0.1'], searches: ['.'], options: [] });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -181,23 +180,23 @@ void describe('image puller', () => {
     }
   });
 
-  void it('takes a --registry-qps token per pull, --registry-burst at once', async () => {
+  void it('takes a --registry-qps token per pull, --registry-burst at once, and refuses a pull without a token as kubelet does', async () => {
     let now = 1_000_000;
     const g = gatedImages();
     const puller = new ImagePuller({ images: g.images, serialize: false, qps: 50, burst: 2, now: () => now });
     const p = pod([{}]);
-    const all = ['a:1', 'b:1', 'c:1', 'd:1'].map((image) => puller.ensure(p, { name: image[0]!, image }, undefined, () => {}));
+    const events: string[] = [];
+    const all = ['a:1', 'b:1', 'c:1'].map((image) => puller.ensure(p, { name: image[0]!, image }, undefined, (_t, reason, m) => events.push(`${reason}: ${m}`)));
     await g.settle();
-    assert.deepEqual(g.started, ['a:1', 'b:1'], 'the burst goes at once; the rest waits for tokens (the clock stands still)');
-    await new Promise((r) => setTimeout(r, 60));
-    assert.equal(g.started.length, 2, 'no token without time passing');
+    assert.deepEqual(g.started, ['a:1', 'b:1'], 'the burst goes at once');
+    const third = await all[2]!;
+    assert.deepEqual(third.ok ? undefined : [third.reason, third.message], ['ErrImagePull', 'pull QPS exceeded'], 'no token: refused at once');
+    assert.ok(events.includes('Failed: Failed to pull image "c:1": pull QPS exceeded'), events.join('\n'));
     now += 20; // one token at 50 per second
-    await waitFor('a third pull', async () => (g.started.length === 3 ? true : undefined), 5_000);
+    const fourth = puller.ensure(p, { name: 'd', image: 'd:1' }, undefined, () => {});
     await g.settle();
-    assert.equal(g.started.length, 3);
-    now += 20;
-    await waitFor('the fourth pull', async () => (g.started.length === 4 ? true : undefined), 5_000);
+    assert.deepEqual(g.started, ['a:1', 'b:1', 'd:1'], 'a token came back with time');
     g.release();
-    assert.ok((await Promise.all(all)).every((r) => r.ok));
+    assert.ok((await Promise.all([all[0]!, all[1]!, fourth])).every((r) => r.ok));
   });
 });
