@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { startCluster } from '../test/helpers/cluster.js';
 import { freePort } from '../test/helpers/ports.js';
 import { rowRecorder, type BenchRow } from './rows.js';
+import { LeanH2Client } from './h2lean.js';
 
 /** Where the bench reaches the server, and how it reads the server's memory. */
 export interface BenchServer {
@@ -176,7 +177,16 @@ interface Response {
   body: string;
 }
 
-export class Client {
+/** What the API bench's phases need from a client: checked requests and one watch stream. */
+export interface ApiClient {
+  expectBytes(status: number, method: 'GET' | 'POST', path: string, body?: string): Promise<number>;
+  expect(status: number, method: 'GET' | 'POST', path: string, body?: string): Promise<string>;
+  /** Opens a watch: `onData` gets each chunk of the body; `status` settles with the response's status. */
+  watch(path: string, onData: (chunk: Buffer) => void): { status: Promise<number>; cancel(): Promise<void> };
+  close(): Promise<void>;
+}
+
+export class Client implements ApiClient {
   private constructor(
     readonly session: ClientHttp2Session,
     private readonly token: string,
@@ -256,8 +266,81 @@ export class Client {
     return r.body;
   }
 
+  watch(path: string, onData: (chunk: Buffer) => void): { status: Promise<number>; cancel(): Promise<void> } {
+    const stream = this.session.request(this.headers('GET', path));
+    stream.on('data', onData);
+    const closed = new Promise<void>((resolve) => {
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+    });
+    const status = new Promise<number>((resolve, reject) => {
+      stream.once('response', (h) => resolve(Number(h[':status'])));
+      stream.once('error', reject);
+    });
+    return {
+      status,
+      cancel: async () => {
+        stream.close();
+        await closed;
+      },
+    };
+  }
+
   close(): Promise<void> {
     return new Promise((resolve) => this.session.close(() => resolve()));
+  }
+}
+
+/**
+ * The API bench's client: one HTTP/2 connection of bench/h2lean.ts (its own lean framing, as client-go has its
+ * own), checking each answer's status. Every request and response is whole and real; what it saves against
+ * node:http2's client is that client's per-request CPU, which shares the two cores with the server.
+ */
+export class LeanClient implements ApiClient {
+  private constructor(private readonly h2: LeanH2Client) {}
+
+  static async open(c: BenchServer): Promise<LeanClient> {
+    return new LeanClient(await LeanH2Client.open(c));
+  }
+
+  get raw(): LeanH2Client {
+    return this.h2;
+  }
+
+  /** Checks the status and counts the body's bytes without decoding it (the body is kept only for an error). */
+  async expectBytes(status: number, method: 'GET' | 'POST', path: string, body?: string): Promise<number> {
+    const r = await this.h2.request(method, path, body);
+    if (r.status !== status) {
+      const again = await this.h2.request(method, path, body, undefined, { keepBody: true });
+      throw new Error(`${method} ${path}: ${r.status}, expected ${status} (then ${again.status}: ${again.body?.toString().slice(0, 500) ?? ''})`);
+    }
+    return r.bytes;
+  }
+
+  async expect(status: number, method: 'GET' | 'POST', path: string, body?: string): Promise<string> {
+    const r = await this.h2.request(method, path, body, undefined, { keepBody: true });
+    const text = r.body?.toString() ?? '';
+    if (r.status !== status) throw new Error(`${method} ${path}: ${r.status}, expected ${status}: ${text.slice(0, 500)}`);
+    return text;
+  }
+
+  watch(path: string, onData: (chunk: Buffer) => void): { status: Promise<number>; cancel(): Promise<void> } {
+    let cancel: (() => void) | undefined;
+    let gotStatus!: (n: number) => void;
+    const status = new Promise<number>((resolve) => (gotStatus = resolve));
+    const done = this.h2.request('GET', path, undefined, undefined, { onOpen: (c) => (cancel = c), onStatus: gotStatus, onData });
+    void done.catch(() => gotStatus(0));
+    return {
+      status,
+      cancel: async () => {
+        cancel?.();
+        await done.catch(() => undefined);
+      },
+    };
+  }
+
+  close(): Promise<void> {
+    return this.h2.close();
   }
 }
 
@@ -266,11 +349,11 @@ export class Client {
  * the process CPU time (all threads: main, GC helpers, libuv) per operation and in cores, which other load on the
  * machine affects far less than ops/s.
  */
-export async function runConcurrent(
+export async function runConcurrent<C>(
   total: number,
   concurrency: number,
-  clients: Client[],
-  op: (client: Client, i: number) => Promise<unknown>,
+  clients: C[],
+  op: (client: C, i: number) => Promise<unknown>,
   server?: BenchServer,
 ): Promise<{ opsPerSec: number; cpuUsPerOp: number; cores: number; serverCpuUsPerOp: number | null; serverCores: number | null }> {
   let next = 0;
@@ -327,11 +410,11 @@ function median(xs: number[]): number {
 }
 
 // The client checks each create's status and counts its bytes; it does not decode the body.
-const create = (ns: string, offset = 0) => (c: Client, i: number) => c.expectBytes(201, 'POST', PVC_PATH(ns), pvcBody(pvcName(offset + i)));
-const get = (ns: string, stored: number) => (c: Client, i: number) => c.expectBytes(200, 'GET', `${PVC_PATH(ns)}/${pvcName((i * 7919) % stored)}`);
+const create = (ns: string, offset = 0) => (c: ApiClient, i: number) => c.expectBytes(201, 'POST', PVC_PATH(ns), pvcBody(pvcName(offset + i)));
+const get = (ns: string, stored: number) => (c: ApiClient, i: number) => c.expectBytes(200, 'GET', `${PVC_PATH(ns)}/${pvcName((i * 7919) % stored)}`);
 
 /** Lists `ns` five times; the median time to the last byte (the body is parsed and counted outside the timing). */
-async function listMedian(c: Client, ns: string, expected: number): Promise<number> {
+async function listMedian(c: ApiClient, ns: string, expected: number): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < 5; i++) {
     const t0 = performance.now();
@@ -348,15 +431,14 @@ async function listMedian(c: Client, ns: string, expected: number): Promise<numb
  * runs from just before the create is sent to the arrival of the chunk holding its ADDED event. The next create
  * waits for both the response and the event.
  */
-async function watchLatency(c: Client, ns: string, n: number): Promise<{ p50: number; p99: number; max: number; createP50: number }> {
+async function watchLatency(c: ApiClient, ns: string, n: number): Promise<{ p50: number; p99: number; max: number; createP50: number }> {
   const rv = (JSON.parse(await c.expect(200, 'GET', PVC_PATH(ns))) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
-  const stream = c.session.request(c.headers('GET', `${PVC_PATH(ns)}?watch=1&resourceVersion=${rv}`));
   const waiting = new Map<string, (t: number) => void>();
   let buf = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
+  const decoder = new TextDecoder();
+  const watch = c.watch(`${PVC_PATH(ns)}?watch=1&resourceVersion=${rv}`, (chunk) => {
     const now = performance.now();
-    buf += chunk;
+    buf += decoder.decode(chunk, { stream: true });
     for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
@@ -366,14 +448,7 @@ async function watchLatency(c: Client, ns: string, n: number): Promise<{ p50: nu
       if (ev.type === 'ADDED' && name !== undefined) waiting.get(name)?.(now);
     }
   });
-  const closed = new Promise<void>((resolve) => {
-    stream.on('close', resolve);
-    stream.on('error', () => resolve());
-  });
-  const status = await new Promise<number>((resolve, reject) => {
-    stream.once('response', (h) => resolve(Number(h[':status'])));
-    stream.once('error', reject);
-  });
+  const status = await watch.status;
   if (status !== 200) throw new Error(`watch of ${ns}: ${status}`);
 
   const lat: number[] = [];
@@ -387,8 +462,7 @@ async function watchLatency(c: Client, ns: string, n: number): Promise<{ p50: nu
     lat.push((await event) - t0);
     waiting.delete(name);
   }
-  stream.close();
-  await closed;
+  await watch.cancel();
   lat.sort((a, b) => a - b);
   createLat.sort((a, b) => a - b);
   return { p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat[lat.length - 1]!, createP50: percentile(createLat, 50) };
@@ -409,7 +483,7 @@ export async function benchApi(scale: number): Promise<ApiRow[]> {
   const add = rowRecorder(rows);
   const inProcess = process.env.BENCH_API_INPROCESS === '1';
   const server = inProcess ? await startServerInProcess() : await startServerProcess();
-  const throughput = async (metric: string, total: number, clients: Client[], op: (client: Client, i: number) => Promise<unknown>) => {
+  const throughput = async (metric: string, total: number, clients: ApiClient[], op: (client: ApiClient, i: number) => Promise<unknown>) => {
     const r = await runConcurrent(total, CONCURRENCY, clients, op, server);
     add(metric, r.opsPerSec, 'ops/s');
     if (r.serverCpuUsPerOp !== null && r.serverCores !== null) {
@@ -429,10 +503,15 @@ export async function benchApi(scale: number): Promise<ApiRow[]> {
   const n = Math.max(100, Math.round(10_000 * scale));
   const n1k = Math.max(10, Math.round(1_000 * scale));
   const warm = Math.round(n / 50);
-  console.log(`api: node ${process.version}, HTTPS + HTTP/2, embedded store in a file, concurrency ${CONCURRENCY}; ${server.where}`);
-  const clients: Client[] = [];
+  console.log(
+    `api: node ${process.version}, HTTPS + HTTP/2 (${process.env.BENCH_API_CLIENT === 'node' ? "node:http2's client" : "bench/h2lean.ts's client"}), embedded store in a file, concurrency ${CONCURRENCY}; ${server.where}; load ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')}`,
+  );
+  // BENCH_API_CLIENT=node drives the server with node:http2's client instead (about as much client CPU per GET
+  // as the server's, on the same two cores).
+  const openClient = (): Promise<ApiClient> => (process.env.BENCH_API_CLIENT === 'node' ? Client.open(server) : LeanClient.open(server));
+  const clients: ApiClient[] = [];
   try {
-    const one = await Client.open(server);
+    const one = await openClient();
     clients.push(one);
     for (const ns of [NS, NS_1K, NS_2S, NS_WATCH]) {
       await one.expect(201, 'POST', '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
@@ -467,7 +546,7 @@ export async function benchApi(scale: number): Promise<ApiRow[]> {
       add(`list of ${n1k.toLocaleString('en')} PVCs (median of 5)`, await listMedian(one, NS_1K, n1k), 'ms');
     }
     if (phases.has('sessions')) {
-      const two = [one, await Client.open(server)];
+      const two = [one, await openClient()];
       clients.push(two[1]!);
       const half = Math.round(n / 2);
       await throughput(`PVC creates/s (${half.toLocaleString('en')}, 2 sessions x 8 streams)`, half, two, create(NS_2S));
