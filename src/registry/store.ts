@@ -676,6 +676,8 @@ export class ResourceStore {
       if (requested === 0 && !this.decl.strategy.allowUnconditionalUpdate && subresource === '') {
         throw this.invalid(name, [required(root('metadata', 'resourceVersion'), 'must be specified for an update')]);
       }
+      // An unconditional update takes the stored object's resourceVersion (Kubernetes' doUnconditionalUpdate).
+      if (requested === 0) (next.metadata ??= {}).resourceVersion = String(current!.modRevision);
       // What the kind's beginUpdate took: committed once the update is written, else given back.
       const txns: WriteTransaction[] = [];
       let written = false;
