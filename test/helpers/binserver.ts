@@ -74,6 +74,8 @@ export interface StartBinOptions {
   certDir?: string;
   /** The CA of the serving certificate, when it is not the self-signed pair of the cert dir (--tls-cert-file). */
   ca?: string;
+  /** Environment variables added to the test's own for the process (e.g. OTEL_BSP_SCHEDULE_DELAY). */
+  env?: Record<string, string>;
 }
 
 /** Writes `${dir}/tokens.csv`: the admin, alice and `extra`. */
@@ -112,7 +114,7 @@ export async function startBin(args: string[] = [], o: StartBinOptions = {}): Pr
       `--token-auth-file=${await tokenFile(dir, o.tokens)}`,
       ...args,
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['ignore', 'ignore', 'pipe'], ...(o.env ? { env: { ...process.env, ...o.env } } : {}) },
   );
   let err = '';
   child.stderr!.setEncoding('utf8');

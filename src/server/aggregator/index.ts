@@ -230,21 +230,59 @@ export class Aggregator implements ApiAggregator {
     };
   }
 
-  /** The address, server name and trust of an APIService's Service; throws ResolveError. */
-  async resolve(apiService: KObject): Promise<ServiceTarget> {
-    const spec: Json = apiService['spec'] ?? {};
-    const ref: Json = spec['service'] ?? {};
+  /** The APIService's Service reference and the Service; throws ResolveError (ServiceNotFound). */
+  private async serviceOf(apiService: KObject): Promise<{ ns: string; name: string; port: number; svc: KObject }> {
+    const ref: Json = apiService['spec']?.['service'] ?? {};
     const ns = String(ref['namespace'] ?? '');
     const name = String(ref['name'] ?? '');
     const port = Number(ref['port'] ?? 443);
-    const scope = { namespace: ns };
-    const services = this.config.registry.store('', 'v1', 'services')!;
-    let svc: KObject;
     try {
-      svc = await services.get(scope, name);
+      return { ns, name, port, svc: await this.config.registry.store('', 'v1', 'services')!.get({ namespace: ns }, name) };
     } catch {
       throw new ResolveError('ServiceNotFound', `service/${name} in "${ns}" is not present`);
     }
+  }
+
+  /**
+   * The Service's port the APIService names, and a ready address of its Endpoints in a subset with a port of
+   * that port's name; throws ResolveError (ServicePortError, EndpointsNotFound, MissingEndpoints).
+   */
+  private async readyEndpoint(ns: string, name: string, port: number, svc: KObject): Promise<{ ip: string; port: number }> {
+    const svcPort = ((svc['spec']?.['ports'] ?? []) as Json[]).find((p) => p['port'] === port);
+    if (!svcPort) throw new ResolveError('ServicePortError', `service/${name} in "${ns}" is not listening on port ${port}`);
+    let endpoints: KObject;
+    try {
+      endpoints = await this.config.registry.store('', 'v1', 'endpoints')!.get({ namespace: ns }, name);
+    } catch {
+      throw new ResolveError('EndpointsNotFound', `cannot find endpoints for service/${name} in "${ns}"`);
+    }
+    const portName = String(svcPort['name'] ?? '');
+    for (const subset of (endpoints['subsets'] ?? []) as Json[]) {
+      const ep = ((subset['ports'] ?? []) as Json[]).find((p) => String(p['name'] ?? '') === portName);
+      const addresses = (subset['addresses'] ?? []) as Json[];
+      if (!ep || addresses.length === 0) continue;
+      const address = addresses[Math.floor(Math.random() * addresses.length)]!;
+      return { ip: String(address['ip']), port: Number(ep['port']) };
+    }
+    throw new ResolveError('MissingEndpoints', `endpoints for service/${name} in "${ns}" have no addresses with port name "${portName}"`);
+  }
+
+  /**
+   * The availability controller's checks of the Service before its discovery check, as kube-aggregator 1.23's
+   * AvailableConditionController makes them whatever --enable-aggregator-routing says: the Service exists
+   * (ServiceNotFound); a ClusterIP Service listens on the APIService's port (ServicePortError) and its
+   * Endpoints have a ready address for that port's name (EndpointsNotFound, MissingEndpoints). Throws
+   * ResolveError.
+   */
+  async checkService(apiService: KObject): Promise<void> {
+    const { ns, name, port, svc } = await this.serviceOf(apiService);
+    if ((svc['spec']?.['type'] ?? 'ClusterIP') === 'ClusterIP') await this.readyEndpoint(ns, name, port, svc);
+  }
+
+  /** The address, server name and trust of an APIService's Service; throws ResolveError. */
+  async resolve(apiService: KObject): Promise<ServiceTarget> {
+    const spec: Json = apiService['spec'] ?? {};
+    const { ns, name, port, svc } = await this.serviceOf(apiService);
     const target = (host: string, p: number): ServiceTarget => ({
       host,
       port: p,
@@ -258,8 +296,9 @@ export class Aggregator implements ApiAggregator {
       if (this.config.enableAggregatorRouting) throw new ResolveError('ServiceNotFound', `unsupported service type "ExternalName" for service/${name} in "${ns}"`);
       return target(String(svcSpec['externalName'] ?? ''), port);
     }
-    const svcPort = ((svcSpec['ports'] ?? []) as Json[]).find((p) => p['port'] === port);
-    if (!svcPort) throw new ResolveError('ServicePortError', `service/${name} in "${ns}" is not listening on port ${port}`);
+    if (!((svcSpec['ports'] ?? []) as Json[]).some((p) => p['port'] === port)) {
+      throw new ResolveError('ServicePortError', `service/${name} in "${ns}" is not listening on port ${port}`);
+    }
     // The loopback resolver comes first in kube-apiserver's resolver chain.
     const self = isLoopbackService(ns, name, port) ? this.config.loopback?.() : undefined;
     if (self) return target(self.host, self.port);
@@ -268,21 +307,8 @@ export class Aggregator implements ApiAggregator {
       if (ip === '' || ip === 'None') throw new ResolveError('ServiceNotFound', `service/${name} in "${ns}" has no cluster IP`);
       return target(ip, port);
     }
-    let endpoints: KObject;
-    try {
-      endpoints = await this.config.registry.store('', 'v1', 'endpoints')!.get(scope, name);
-    } catch {
-      throw new ResolveError('EndpointsNotFound', `cannot find endpoints for service/${name} in "${ns}"`);
-    }
-    const portName = String(svcPort['name'] ?? '');
-    for (const subset of (endpoints['subsets'] ?? []) as Json[]) {
-      const ep = ((subset['ports'] ?? []) as Json[]).find((p) => String(p['name'] ?? '') === portName);
-      const addresses = (subset['addresses'] ?? []) as Json[];
-      if (!ep || addresses.length === 0) continue;
-      const address = addresses[Math.floor(Math.random() * addresses.length)]!;
-      return target(String(address['ip']), Number(ep['port']));
-    }
-    throw new ResolveError('MissingEndpoints', `endpoints for service/${name} in "${ns}" have no addresses with port name "${portName}"`);
+    const ep = await this.readyEndpoint(ns, name, port, svc);
+    return target(ep.ip, ep.port);
   }
 
   /** TLS options of a request to `target`. */

@@ -60,6 +60,7 @@ async function check(aggregator: Aggregator, o: KObject): Promise<Verdict> {
   if (!spec.service) return { status: 'True', reason: 'Local', message: 'Local APIServices are always available' };
   let target: ServiceTarget;
   try {
+    await aggregator.checkService(o);
     target = await aggregator.resolve(o);
   } catch (err) {
     if (err instanceof ResolveError) return { status: 'False', reason: err.reason, message: err.message };
