@@ -706,6 +706,11 @@ export class Agent implements ServerHost {
 
   // ---- ServerHost: what the agent's servers show ----
 
+  /** /metrics: client-go's rest_client_* metrics of the API clients (none in standalone mode). */
+  metrics(): string {
+    return this.api?.restMetrics.render() ?? '';
+  }
+
   pods(): Pod[] {
     return this.merge.pods().map((p) => {
       const status = this.statusManager.getPodStatus(p.metadata.uid);

@@ -4,6 +4,7 @@
 // bound to the node as a source; mirror pods for static pods; pod statuses posted back; and pods
 // deleted on the server once their containers stopped.
 import { ApiClient, isConflict, isNotFound, type Json } from './client/client.js';
+import { RestClientMetrics } from './client/metrics.js';
 import type { ClientConfig } from './client/kubeconfig.js';
 import { EventRecorder } from './events.js';
 import { MirrorManager } from './mirror.js';
@@ -47,6 +48,8 @@ export interface ApiModeDeps {
 export class ApiMode {
   readonly client: ApiClient;
   readonly events: EventRecorder;
+  /** client-go's rest_client_* metrics of the three clients (/metrics). */
+  readonly restMetrics = new RestClientMetrics();
   private readonly heartbeat: ApiClient;
   private nodeManager: NodeManager | undefined;
   private readonly source: ApiSource;
@@ -63,7 +66,7 @@ export class ApiMode {
     private readonly d: ApiModeDeps,
   ) {
     const ua = `orchlet/${c.node.kubeletVersion} (${process.platform}/${process.arch})`;
-    this.client = new ApiClient(c.client, { userAgent: ua, qps: c.qps, burst: c.burst });
+    this.client = new ApiClient(c.client, { userAgent: ua, qps: c.qps, burst: c.burst, metrics: this.restMetrics });
     this.heartbeat = this.client.withLimiter(0, 0);
     const eventClient = this.client.withLimiter(c.eventQPS, c.eventBurst);
     this.events = new EventRecorder(eventClient, c.node.nodeName, (m) => d.log('error', m));

@@ -1,9 +1,14 @@
 // Events orchlet records (client-go's event recorder and correlator as kubelet uses them): core/v1
 // Events with source.component "kubelet" and the node as host. Sending is asynchronous, through the
-// event client's own rate limiter (--event-qps/--event-burst). An event that repeats one already
-// sent (same object, type, reason and message) is not created again: the existing Event's count
-// and lastTimestamp are patched, as the correlator does. At most 1000 events wait to be sent; more
-// are dropped (the broadcaster's DropIfChannelFull).
+// event client's own rate limiter (--event-qps/--event-burst: events wait for it, none is dropped by
+// it). Before sending, each event goes through client-go 1.23's EventCorrelator, in order:
+//   - aggregation: from the 10th event of one object, type and reason with distinct messages within
+//     10 minutes, one event "(combined from similar events): <message>" stands for them;
+//   - deduplication: an event that repeats one already sent (same object and field path, type, reason
+//     and message) is not created again: the existing Event's count and lastTimestamp are patched;
+//   - the spam filter: a token bucket per involved object (25 events, then one every 5 minutes); an
+//     event over that budget is dropped.
+// At most 1000 events wait to be sent; more are dropped (the broadcaster's DropIfChannelFull).
 import { ApiError, isNotFound, type ApiClient, type Json } from './client/client.js';
 import { rfc3339 } from './time.js';
 
@@ -34,11 +39,49 @@ interface Sent {
 }
 
 const MAX_QUEUE = 1000;
+/** The correlator's LRU caches (maxLruCacheEntries). */
 const MAX_REMEMBERED = 4096;
+/** defaultAggregateMaxEvents, defaultAggregateIntervalInSeconds. */
+const AGGREGATE_MAX_EVENTS = 10;
+const AGGREGATE_INTERVAL_MS = 600_000;
+/** defaultSpamBurst, defaultSpamQPS (one event per 5 minutes). */
+const SPAM_BURST = 25;
+const SPAM_QPS = 1 / 300;
+
+/** A Map used as an LRU cache of at most MAX_REMEMBERED entries (get refreshes). */
+class Lru<V> {
+  private readonly m = new Map<string, V>();
+  get(k: string): V | undefined {
+    const v = this.m.get(k);
+    if (v !== undefined) {
+      this.m.delete(k);
+      this.m.set(k, v);
+    }
+    return v;
+  }
+  set(k: string, v: V): void {
+    this.m.delete(k);
+    if (this.m.size >= MAX_REMEMBERED) this.m.delete(this.m.keys().next().value!);
+    this.m.set(k, v);
+  }
+  delete(k: string): void {
+    this.m.delete(k);
+  }
+}
+
+/** One correlated event: what to send, and under which key its Event is remembered. */
+interface Correlated {
+  key: string;
+  message: string;
+  /** The Event already created under `key` (a patch), or none (a create). */
+  prev?: Sent;
+}
 
 export class EventRecorder implements EventSink {
   private readonly queue: { ref: ObjectReference; type: EventType; reason: string; message: string; at: Date }[] = [];
-  private readonly sent = new Map<string, Sent>();
+  private readonly sent = new Lru<Sent>();
+  private readonly aggregates = new Lru<{ messages: Set<string>; last: number }>();
+  private readonly spam = new Lru<{ tokens: number; last: number }>();
   private draining = false;
   /** Until when sending is off because the server has no Event kind (ms since the epoch). */
   private disabledUntil = 0;
@@ -81,13 +124,44 @@ export class EventRecorder implements EventSink {
     }
   }
 
-  private async send(ref: ObjectReference, type: EventType, reason: string, message: string, at: Date): Promise<void> {
-    const namespace = ref.namespace !== undefined && ref.namespace !== '' ? ref.namespace : 'default';
-    const key = JSON.stringify([ref.kind, ref.namespace, ref.name, ref.uid, ref.fieldPath, type, reason, message]);
-    const now = rfc3339(at);
+  /** EventCorrelate: aggregation, then deduplication, then the spam filter (undefined: dropped). */
+  private correlate(ref: ObjectReference, type: EventType, reason: string, message: string, at: number): Correlated | undefined {
+    const object = [ref.kind, ref.namespace ?? '', ref.name, ref.uid ?? '', ref.apiVersion ?? ''];
+    let key = JSON.stringify([...object, ref.fieldPath ?? '', type, reason, message]);
+    // EventAggregate (EventAggregatorByReasonFunc: the object, type and reason; the message is the local key)
+    const aggregateKey = JSON.stringify([...object, type, reason]);
+    let record = this.aggregates.get(aggregateKey);
+    if (!record || at - record.last > AGGREGATE_INTERVAL_MS) record = { messages: new Set(), last: at };
+    record.messages.add(message);
+    record.last = at;
+    this.aggregates.set(aggregateKey, record);
+    if (record.messages.size >= AGGREGATE_MAX_EVENTS) {
+      record.messages.delete(record.messages.values().next().value!);
+      key = aggregateKey;
+      message = `(combined from similar events): ${message}`;
+    }
+    // eventObserve: a repeat patches the Event created first (its count grows even when the filter drops it)
     const prev = this.sent.get(key);
+    if (prev) prev.count++;
+    // EventSourceObjectSpamFilter (getSpamKey: the source, which is always ours, and the object)
+    const spamKey = JSON.stringify(object);
+    const bucket = this.spam.get(spamKey) ?? { tokens: SPAM_BURST, last: at };
+    bucket.tokens = Math.min(SPAM_BURST, bucket.tokens + ((at - bucket.last) / 1000) * SPAM_QPS);
+    bucket.last = at;
+    const allowed = bucket.tokens >= 1;
+    if (allowed) bucket.tokens -= 1;
+    this.spam.set(spamKey, bucket);
+    if (!allowed) return undefined;
+    return prev ? { key, message, prev } : { key, message };
+  }
+
+  private async send(ref: ObjectReference, type: EventType, reason: string, original: string, at: Date): Promise<void> {
+    const namespace = ref.namespace !== undefined && ref.namespace !== '' ? ref.namespace : 'default';
+    const c = this.correlate(ref, type, reason, original, at.getTime());
+    if (!c) return;
+    const { key, message, prev } = c;
+    const now = rfc3339(at);
     if (prev) {
-      prev.count++;
       try {
         await this.client.patch(`/api/v1/namespaces/${prev.namespace}/events/${prev.name}`, { count: prev.count, lastTimestamp: now, message }, 'strategic');
         return;
@@ -115,7 +189,6 @@ export class EventRecorder implements EventSink {
       reportingComponent: '',
       reportingInstance: '',
     });
-    if (this.sent.size >= MAX_REMEMBERED) this.sent.delete(this.sent.keys().next().value!);
     this.sent.set(key, { name, namespace, count: 1, firstTimestamp: now });
   }
 }

@@ -117,7 +117,7 @@ export class StatusSync {
   private async send(uid: string): Promise<void> {
     if (!this.pending(uid)) return;
     // Wait for the rate limiter before reading the status: what is posted is the newest one.
-    await this.o.client.limiter.take();
+    const waited = await this.o.client.limiter.take();
     const entry = this.o.statusManager.peek(uid);
     const target = entry ? this.o.target(entry.pod) : undefined;
     if (!entry || !target) return;
@@ -128,6 +128,7 @@ export class StatusSync {
         body: statusPatch(target, entry.status),
         contentType: 'application/strategic-merge-patch+json',
         tokenTaken: true,
+        tokenWaitMs: waited,
       });
       this.posted.set(uid, sig);
     } catch (err) {

@@ -11,6 +11,7 @@
 import { URL } from 'node:url';
 import type { Readable } from 'node:stream';
 import type { ClientConfig } from './kubeconfig.js';
+import { urlTemplate, type RestClientMetrics } from './metrics.js';
 import { TokenBucket } from './ratelimit.js';
 import { Transport, type Protocol, type TransportResponse } from './transport.js';
 import { PROTOBUF_MEDIA_TYPES, WatchFrameReader, canEncodeObject, decodeObject, encodeObject } from '../../util/protobuf.js';
@@ -46,6 +47,8 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** The caller already took this request's token from `limiter` (to build the body after waiting). */
   tokenTaken?: boolean;
+  /** With tokenTaken: how long that take() waited (ms), for rest_client_rate_limiter_duration_seconds. */
+  tokenWaitMs?: number;
 }
 
 export interface WatchEvent {
@@ -64,6 +67,8 @@ export interface ApiClientOptions {
   /** Requests per second; <= 0: no limit. */
   qps?: number;
   burst?: number;
+  /** client-go's rest_client_* metrics of the agent (shared by the clients withLimiter makes). */
+  metrics?: RestClientMetrics;
 }
 
 export class ApiClient {
@@ -124,8 +129,8 @@ export class ApiClient {
 
   /** One request; resolves with the decoded JSON answer, rejects with ApiError (or a transport error). */
   async request<T = Json>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    if (opts.tokenTaken !== true) await this.limiter.take();
-    const res = await this.send(method, path, opts);
+    const waited = opts.tokenTaken === true ? opts.tokenWaitMs : await this.limiter.take();
+    const res = await this.send(method, path, opts, undefined, waited);
     const body = await readAll(res.body);
     const code = res.status;
     if (code < 200 || code >= 300) throw toApiError(code, decodeBody(res, body));
@@ -137,9 +142,9 @@ export class ApiClient {
    * order. The limiter is used once, for the request that opens the stream.
    */
   async watch(path: string, query: RequestOptions['query'], onEvent: (e: WatchEvent) => void): Promise<WatchHandle> {
-    await this.limiter.take();
+    const waited = await this.limiter.take();
     let abort: (() => void) | undefined;
-    const res = await this.send('GET', path, { query: { ...query, watch: true }, timeoutMs: 0 }, (a) => (abort = a));
+    const res = await this.send('GET', path, { query: { ...query, watch: true }, timeoutMs: 0 }, (a) => (abort = a), waited);
     const code = res.status;
     if (code < 200 || code >= 300) throw toApiError(code, decodeBody(res, await readAll(res.body)));
     let stopped = false;
@@ -208,7 +213,22 @@ export class ApiClient {
     this.transport.close();
   }
 
-  private send(method: string, path: string, opts: RequestOptions, onStart?: (abort: () => void) => void): Promise<TransportResponse> {
+  /** Sends one request; with metrics, observes the limiter's wait (`waitedMs`, when the request had a limiter) and the answer. */
+  private send(method: string, path: string, opts: RequestOptions, onStart?: (abort: () => void) => void, waitedMs?: number): Promise<TransportResponse> {
+    const metrics = this.options.metrics;
+    if (!metrics) return this.sendNow(method, path, opts, onStart);
+    const template = urlTemplate(this.url, path, Object.keys(opts.query ?? {}).filter((k) => opts.query![k] !== undefined));
+    if (waitedMs !== undefined && this.limiter.qps > 0) metrics.rateLimited(method, template, waitedMs);
+    const start = performance.now();
+    const sent = this.sendNow(method, path, opts, onStart);
+    void sent.then(
+      (res) => metrics.done(method, template, this.url.host, res.status, performance.now() - start),
+      () => metrics.done(method, template, this.url.host, undefined, performance.now() - start),
+    );
+    return sent;
+  }
+
+  private sendNow(method: string, path: string, opts: RequestOptions, onStart?: (abort: () => void) => void): Promise<TransportResponse> {
     const url = new URL(this.url.pathname.replace(/\/$/, '') + path, this.url);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { ...this.headers };

@@ -17,16 +17,17 @@ export class TokenBucket {
     this.last = now();
   }
 
-  /** Resolves when the caller may send one request. */
-  take(): Promise<void> {
-    if (this.qps <= 0) return Promise.resolve();
+  /** Resolves when the caller may send one request, with the milliseconds it waited (0 without waiting). */
+  take(): Promise<number> {
+    if (this.qps <= 0) return Promise.resolve(0);
     this.refill();
     if (this.waiters.length === 0 && this.tokens >= 1) {
       this.tokens -= 1;
-      return Promise.resolve();
+      return Promise.resolve(0);
     }
+    const since = this.now();
     return new Promise((resolve) => {
-      this.waiters.push(resolve);
+      this.waiters.push(() => resolve(this.now() - since));
       this.schedule();
     });
   }

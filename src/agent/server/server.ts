@@ -2,7 +2,7 @@
 // the unauthenticated read-only HTTP server on --read-only-port, and the health server on
 // --healthz-bind-address:--healthz-port. Handlers:
 //   all three    /healthz
-//   main, r/o    /pods (PodList of the pods the agent runs), /stats/summary
+//   main, r/o    /pods (PodList of the pods the agent runs), /stats/summary, /metrics (client/metrics.ts)
 //   main only    with --enable-debugging-handlers: /containerLogs/{ns}/{pod}/{container}, /runningpods/,
 //                /exec/, /attach/ and /portForward/ (streaming.ts: upgraded connections), /debug/pprof/
 //                (util/profiling.ts; /debug/pprof/block with --contention-profiling);
@@ -52,6 +52,8 @@ export interface ServerHost {
   readonly nodeName?: string;
   /** The API client the webhook authenticator and authorizer ask (API-server mode). */
   apiClient?(): ApiClient | undefined;
+  /** /metrics in Prometheus' text format. */
+  metrics?(): string;
 }
 
 export interface AgentServerOptions extends AgentAuthOptions {
@@ -210,6 +212,7 @@ export class AgentServers {
       ['/healthz', healthz],
       ['/pods', (_q, res) => sendJSON(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: this.host.pods() })],
       ['/stats/summary', async (_q, res) => sendJSON(res, 200, await this.host.statsSummary())],
+      ['/metrics', (_q, res) => send(res, 200, this.host.metrics?.() ?? '', 'text/plain; version=0.0.4; charset=utf-8')],
     ]);
     if (main && this.o.enableDebuggingHandlers) {
       const running: Handler = async (_q, res) => sendJSON(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: await this.host.runningPods() });
