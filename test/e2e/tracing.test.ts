@@ -1,6 +1,6 @@
 // --tracing-config-file under APIServerTracing: spans for requests received by an OTLP/gRPC receiver this
-// test runs on loopback (grpc-js with the collector's TraceService, decoded with a minimal copy of the OTLP
-// trace protos); the sampling rate; an incoming traceparent as parent; traceparent sent to a token webhook;
+// test runs on loopback (test/helpers/otlp.ts); the sampling rate; an incoming traceparent as parent;
+// traceparent sent to a token webhook;
 // storage calls as child spans of the request span; an extension API server (aggregation layer) the test runs
 // on loopback receiving the trace through a client span of the proxied call.
 import { after, before, describe, it } from 'node:test';
@@ -12,102 +12,12 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import * as grpc from '@grpc/grpc-js';
-import protobuf from 'protobufjs';
 import { stringify } from 'yaml';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { requireBinary } from '../helpers/binaries.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp.js';
 import { parseServerOptions } from '../../src/server/options.js';
 import { makeCA, makeServingCert } from '../../src/server/certs.js';
-
-const OTLP_PROTO = `
-syntax = "proto3";
-package opentelemetry.proto.collector.trace.v1;
-message ExportTraceServiceRequest { repeated ResourceSpans resource_spans = 1; }
-message ResourceSpans { Resource resource = 1; repeated ScopeSpans scope_spans = 2; }
-message Resource { repeated KeyValue attributes = 1; }
-message ScopeSpans { Scope scope = 1; repeated Span spans = 2; }
-message Scope { string name = 1; string version = 2; }
-message Span {
-  bytes trace_id = 1; bytes span_id = 2; string trace_state = 3; bytes parent_span_id = 4; string name = 5;
-  int32 kind = 6; fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8; repeated KeyValue attributes = 9;
-  Status status = 15;
-}
-message Status { string message = 2; int32 code = 3; }
-message KeyValue { string key = 1; AnyValue value = 2; }
-message AnyValue { oneof value { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; } }
-`;
-const Request = protobuf.parse(OTLP_PROTO, { keepCase: true }).root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
-
-interface Received {
-  resource: Record<string, unknown>;
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  kind: number;
-  start: bigint;
-  end: bigint;
-  attributes: Record<string, unknown>;
-  status: { code: number; message: string };
-}
-
-function attrs(list: any[] | undefined): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const kv of list ?? []) {
-    const v = kv.value ?? {};
-    out[kv.key] = v.string_value ?? v.bool_value ?? (v.int_value !== undefined ? Number(v.int_value) : v.double_value);
-  }
-  return out;
-}
-
-/** An OTLP/gRPC trace receiver on 127.0.0.1. */
-async function startReceiver(): Promise<{ endpoint: string; spans: Received[]; close(): void }> {
-  const spans: Received[] = [];
-  const server = new grpc.Server();
-  server.addService(
-    {
-      Export: {
-        path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: (b: Buffer) => b,
-        requestDeserialize: (b: Buffer) => b,
-        responseSerialize: (b: Buffer) => b,
-        responseDeserialize: (b: Buffer) => b,
-      },
-    },
-    {
-      Export: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-        const msg = Request.toObject(Request.decode(call.request), { longs: String, bytes: Buffer }) as any;
-        for (const rs of msg.resource_spans ?? []) {
-          const resource = attrs(rs.resource?.attributes);
-          for (const ss of rs.scope_spans ?? []) {
-            for (const s of ss.spans ?? []) {
-              spans.push({
-                resource,
-                traceId: Buffer.from(s.trace_id).toString('hex'),
-                spanId: Buffer.from(s.span_id).toString('hex'),
-                parentSpanId: s.parent_span_id ? Buffer.from(s.parent_span_id).toString('hex') : '',
-                name: s.name,
-                kind: s.kind ?? 0,
-                start: BigInt(s.start_time_unix_nano ?? 0),
-                end: BigInt(s.end_time_unix_nano ?? 0),
-                attributes: attrs(s.attributes),
-                status: { code: s.status?.code ?? 0, message: s.status?.message ?? '' },
-              });
-            }
-          }
-        }
-        cb(null, Buffer.alloc(0));
-      },
-    },
-  );
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-  );
-  return { endpoint: `127.0.0.1:${port}`, spans, close: () => server.forceShutdown() };
-}
 
 async function waitFor<T>(what: string, probe: () => T | undefined): Promise<T> {
   for (let i = 0; i < 300; i++) {
@@ -123,7 +33,7 @@ const PARENT_ID = '00f067aa0ba902b7';
 
 describe('--tracing-config-file (APIServerTracing)', () => {
   let dir: string;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: OtlpReceiver;
   let hook: Server;
   let ext: HttpsServer;
   let extCA = '';
@@ -142,7 +52,7 @@ describe('--tracing-config-file (APIServerTracing)', () => {
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'orch-tracing-'));
-    receiver = await startReceiver();
+    receiver = await startOtlpReceiver();
     process.env['OTEL_BSP_SCHEDULE_DELAY'] = '50';
     hook = createServer((req, res) => {
       hookTraceparents.push(req.headers['traceparent'] as string | undefined);
