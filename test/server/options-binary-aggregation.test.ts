@@ -21,7 +21,8 @@
  * that a front proxy in front of the binary asserted through the request-header options; spoofed identity
  * headers and an unlisted certificate name are not believed), Available True (Passed), False with
  * MissingEndpoints when the Endpoints have no ready address, and False with FailedDiscoveryCheck when the
- * extension server is down (requests then answered 503).
+ * extension server is down (requests then answered 503). The binary without routing is also traced: an
+ * incoming traceparent reaches the extension server through the client span of the proxied call.
  *
  * Tracing (--tracing-config-file with the APIServerTracing gate): an OTLP receiver on loopback and a
  * validating admission webhook on loopback. samplingRatePerMillion 1000000: spans for requests (kubectl's)
@@ -201,6 +202,7 @@ for (const routing of [false, true]) {
     let clusterIP = '';
     const seen: Seen[] = [];
     const connects: string[] = [];
+    let traces: OtlpReceiver | undefined;
     /** The address the binary must ask the cluster network for. */
     const target = () => (routing ? `${ENDPOINT_IP}:${ENDPOINT_PORT}` : `${clusterIP}:443`);
 
@@ -229,6 +231,11 @@ for (const routing of [false, true]) {
           ],
         }),
       );
+      traces = routing ? undefined : await startOtlpReceiver();
+      const tracing = join(dir, 'tracing.yaml');
+      if (traces) {
+        await writeFile(tracing, stringify({ apiVersion: 'apiserver.config.k8s.io/v1alpha1', kind: 'TracingConfiguration', endpoint: traces.endpoint, samplingRatePerMillion: 1_000_000 }));
+      }
       c = await startBinCluster([
         `--enable-aggregator-routing=${routing}`,
         `--egress-selector-config-file=${egress}`,
@@ -239,7 +246,9 @@ for (const routing of [false, true]) {
         '--requestheader-username-headers=X-Remote-User',
         '--requestheader-group-headers=X-Remote-Group',
         '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-      ]);
+        // Without routing, also traced: the trace goes on to the extension server.
+        ...(traces ? ['--feature-gates=APIServerTracing=true', `--tracing-config-file=${tracing}`] : []),
+      ], traces ? { env: { OTEL_BSP_SCHEDULE_DELAY: '50' } } : {});
       // The extension server is configured from what the binary publishes, as a real one is.
       const cm = await c.request('GET', '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication');
       assert.equal(cm.status, 200, cm.text);
@@ -262,6 +271,7 @@ for (const routing of [false, true]) {
       ext?.closeAllConnections();
       ext?.close();
       net?.destroy();
+      traces?.close();
       if (dir) await rm(dir, { recursive: true, force: true });
     });
 
@@ -345,6 +355,23 @@ for (const routing of [false, true]) {
       assert.equal(refused.status, 401, refused.body);
       assert.equal(seen.length, count, 'the extension server was not called');
     });
+
+    if (!routing) {
+      void it('continues an incoming trace to the extension server through a client span of the proxied call', async () => {
+        assert.ok(traces);
+        const traceId = randomBytes(16).toString('hex');
+        const parentId = randomBytes(8).toString('hex');
+        const r = await c.request('GET', FLUNDERS, { headers: { traceparent: `00-${traceId}-${parentId}-01` } });
+        assert.equal(r.status, 200, r.text);
+        const [version, extTrace, extParent, flags] = (seen.findLast((s) => s.path.startsWith(FLUNDERS))?.traceparent ?? '').split('-');
+        assert.deepEqual([version, extTrace, flags], ['00', traceId, '01']);
+        const client = await eventually('the proxy client span', () => traces!.spans.find((s) => s.spanId === extParent));
+        assert.deepEqual([client.name, client.kind, client.traceId, client.attributes['http.status_code']], ['HTTP GET', 3, traceId, 200]);
+        assert.equal(client.attributes['http.url'], `https://${target()}${FLUNDERS}`);
+        const request = await eventually('the request span', () => traces!.spans.find((s) => s.spanId === client.parentSpanId));
+        assert.deepEqual([request.name, request.parentSpanId, request.attributes['http.target']], ['KubernetesAPI', parentId, FLUNDERS]);
+      });
+    }
 
     void it('reports MissingEndpoints without a ready address, and FailedDiscoveryCheck when the server is down', async (t) => {
       if (!kubectlVersion(t, undefined)) return t.skip('kubectl not installed');
