@@ -336,8 +336,13 @@ export async function createControlPlane(
       hooks.done('start-kube-apiserver-admission-initializer', 'priority-and-fairness-filter');
       await registry.startWatchCaches();
       hooks.done('generic-apiserver-start-informers', 'informer-sync');
-      await bootstrapNamespaces(registry);
       const log = server.logger;
+      // The allocators are made consistent with the stored Services before any request can allocate.
+      await repairServiceNetwork(registry.store('', 'v1', 'services')!, serviceNetwork, log);
+      // As kube-apiserver, the server serves before the post-start hooks below have run: until they have,
+      // /readyz fails on them, and /livez does once --livez-grace-period has passed.
+      await server.start();
+      await bootstrapNamespaces(registry);
       await Promise.all([
         reconcileBootstrapPolicy(registry).then(() => hooks.done('rbac/bootstrap-roles')),
         ensureApfBootstrap(registry).then(() => hooks.done('priority-and-fairness-config-producer')),
@@ -348,8 +353,6 @@ export async function createControlPlane(
           hooks.done('scheduling/bootstrap-system-priority-classes'),
         ),
       ]);
-      // The allocators are made consistent with the stored Services before any request can allocate.
-      await repairServiceNetwork(registry.store('', 'v1', 'services')!, serviceNetwork, log);
       controllers = [startNamespaceController(registry, log), startPvcProtectionController(registry, log), ...serviceAccounts.startControllers(registry, log)];
       controllers.push(startClusterRoleAggregation(registry, resolver.clusterRoles, log), {
         stop: () => {
@@ -378,7 +381,6 @@ export async function createControlPlane(
           }),
         );
       }
-      await server.start();
       kubernetesService = new KubernetesServiceController(registry, {
         net: serviceNetwork,
         namespace: options.masterServiceNamespace,
@@ -431,7 +433,7 @@ function postStartHooks(server: ApiServer, priorityAndFairness: boolean): { done
     ...(priorityAndFairness ? ['priority-and-fairness-config-producer'] : []),
     'start-cluster-authentication-info-controller',
   ];
-  for (const name of names) server.addHealthCheck(`poststarthook/${name}`, check(name));
+  for (const name of names) server.addHealthCheck(`poststarthook/${name}`, check(name), { bootSequence: true });
   return { done: (...done) => done.forEach((n) => finished.add(n)) };
 }
 

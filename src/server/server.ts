@@ -83,7 +83,7 @@ export interface ServerConfig {
   authorizer?: Authorizer;
   /** --shutdown-delay-duration; default 0. */
   shutdownDelayMs?: number;
-  /** --livez-grace-period: livez checks added by addHealthCheck pass for this long after start. Default 0. */
+  /** --livez-grace-period: boot-sequence checks (post-start hooks) pass on /livez for this long after they are added. Default 0. */
   livezGracePeriodMs?: number;
   /** How long stop() lets in-flight requests finish before cutting connections; default 60000. */
   shutdownTimeoutMs?: number;
@@ -232,6 +232,11 @@ export interface HealthCheckOptions {
   livez?: boolean;
   /** Part of /readyz (default true). */
   readyz?: boolean;
+  /**
+   * A boot-sequence check (a post-start hook, kube-apiserver's AddBootSequenceHealthChecks): /livez reports it
+   * ok until --livez-grace-period has passed since it was added. Other checks (etcd, KMS) have no grace period.
+   */
+  bootSequence?: boolean;
 }
 
 type Endpoint = 'healthz' | 'livez' | 'readyz';
@@ -243,7 +248,7 @@ interface HealthRegistry {
 }
 
 /** ping and log first, registered checks in order, readyz's `shutdown` last (kube-apiserver's order). */
-function createHealthRegistry(shutdownCheck: HealthCheck, inLivezGrace: () => boolean): HealthRegistry {
+function createHealthRegistry(shutdownCheck: HealthCheck, livezGracePeriodMs: number): HealthRegistry {
   const ok: HealthCheck = () => {};
   const lists: Record<Endpoint, { name: string; check: HealthCheck }[]> = {
     healthz: [{ name: 'ping', check: ok }, { name: 'log', check: ok }],
@@ -258,8 +263,10 @@ function createHealthRegistry(shutdownCheck: HealthCheck, inLivezGrace: () => bo
       for (const e of targets) {
         if (name === 'shutdown' || lists[e].some((c) => c.name === name)) throw new Error(`health check "${name}" already exists in /${e}`);
       }
-      const graced: HealthCheck = () => (inLivezGrace() ? undefined : check());
-      for (const e of targets) lists[e].push({ name, check: e === 'livez' ? graced : check });
+      const graceEnds = Date.now() + livezGracePeriodMs;
+      const graced: HealthCheck = () => (Date.now() <= graceEnds ? undefined : check());
+      const delayed = opts.bootSequence === true && livezGracePeriodMs > 0;
+      for (const e of targets) lists[e].push({ name, check: e === 'livez' && delayed ? graced : check });
     },
     checks(endpoint) {
       return endpoint === 'readyz' ? [...lists.readyz, { name: 'shutdown', check: shutdownCheck }] : [...lists[endpoint]];
@@ -691,14 +698,9 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
   let shuttingDown = false;
   let notAcceptingNewRequests = false;
   const waitGroup = new RequestWaitGroup();
-  // The livez grace period runs from construction (as kube-apiserver's clock) and restarts at start().
-  let startedAt = Date.now();
-  const health = createHealthRegistry(
-    () => {
-      if (shuttingDown) throw new Error('process is shutting down');
-    },
-    () => Date.now() < startedAt + (config.livezGracePeriodMs ?? 0),
-  );
+  const health = createHealthRegistry(() => {
+    if (shuttingDown) throw new Error('process is shutting down');
+  }, config.livezGracePeriodMs ?? 0);
   const mux = createRouter();
   for (const e of ENDPOINTS) {
     mux.handle(`/${e}`, healthRootHandler(e, health));
@@ -713,7 +715,11 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
     installDebugFlags(mux, { logger });
   }
   deps.audit?.bindMetrics(metrics);
-  if (deps.chain.priorityAndFairness) bindFlowControlMetrics(metrics, deps.chain.priorityAndFairness);
+  if (deps.chain.priorityAndFairness) {
+    const flowControl = deps.chain.priorityAndFairness;
+    bindFlowControlMetrics(metrics, flowControl);
+    mux.handle('/debug/api_priority_and_fairness/dump_priority_levels', (_req, res) => writeText(res, 200, flowControl.dumpPriorityLevels()));
+  }
   const handle = buildHandlerChain(routerHandler(mux), {
     ...deps.chain,
     ...(deps.audit ? { audit: deps.audit.deps } : {}),
@@ -754,7 +760,6 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
     start() {
       if (stopping) return Promise.reject(new Error('the server was stopped; create a new one'));
       starting ??= listener.listen(config.securePort, bindAddress, config.permitPortSharing ?? false).then(() => {
-        startedAt = Date.now();
         logger(`Serving securely on ${isIPv6(bindAddress) ? `[${bindAddress}]` : bindAddress}:${server.port}`);
       });
       return starting;

@@ -213,6 +213,34 @@ export class FlowControl {
   isDangling(flowSchema: string): boolean {
     return this.dangling.has(flowSchema);
   }
+
+  /**
+   * /debug/api_priority_and_fairness/dump_priority_levels: a row per priority level (by name; Kubernetes
+   * walks a map), '<none>' for exempt ones, in the comma-and-tab table Go's tabwriter lays out.
+   */
+  dumpPriorityLevels(): string {
+    const rows = [['PriorityLevelName', 'ActiveQueues', 'IsIdle', 'IsQuiescing', 'WaitingRequests', 'ExecutingRequests']];
+    for (const l of [...this.levels.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      const q = l.queueSet;
+      rows.push(
+        q
+          ? [l.name, String(q.activeQueues()), String(q.waiting === 0 && q.executing === 0), 'false', String(q.waiting), String(q.executing)]
+          : [l.name, '<none>', '<none>', '<none>', '<none>', '<none>'],
+      );
+    }
+    return tabulate(rows);
+  }
+}
+
+/**
+ * Rows of cells joined by ',\t' as Go's tabwriter (minwidth 8, padding 1, spaces) lays them out: every cell
+ * but a row's last is padded to its column's width (the widest cell plus one, at least 8).
+ */
+function tabulate(rows: string[][]): string {
+  const cells = rows.map((r) => r.map((c, i) => (i < r.length - 1 ? `${c},` : c)));
+  const widths: number[] = [];
+  for (const r of cells) for (let i = 0; i < r.length - 1; i++) widths[i] = Math.max(widths[i] ?? 0, Math.max(r[i]!.length + 1, 8));
+  return cells.map((r) => r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]!) : c)).join('') + '\n').join('');
 }
 
 export interface PriorityAndFairnessDeps {

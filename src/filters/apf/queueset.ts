@@ -103,6 +103,11 @@ export class QueueSet {
     this.configure(limit, queuing);
   }
 
+  /** Queues with a request waiting (the dump's ActiveQueues). */
+  activeQueues(): number {
+    return this.queues.reduce((n, q) => n + (q.length > 0 ? 1 : 0), 0);
+  }
+
   /** Applies a new limit and queuing configuration; waiting requests are kept (re-dealt when the queues change). */
   configure(limit: number, queuing: QueuingConfig | undefined): void {
     this.limit = limit;

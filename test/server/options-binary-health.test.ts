@@ -1,0 +1,250 @@
+/**
+ * Health, priority-and-fairness and startup options of document 2 on the real bin/orch-apiserver, checked from
+ * outside (HTTPS requests, kubectl, /metrics):
+ *
+ * - /livez, /readyz and /healthz with their checks in kube-apiserver's order, a path per check, ?exclude=;
+ * - --enable-priority-and-fairness (default on) with --max-requests-inflight and --max-mutating-requests-inflight:
+ *   the X-Kubernetes-PF-* headers name the stored FlowSchema and priority level, the bootstrap objects through
+ *   kubectl, each level's concurrency limit shared out of the two options' sum, and
+ *   /debug/api_priority_and_fairness/dump_priority_levels;
+ * - --livez-grace-period: while a post-start hook has not finished, /livez reports it ok until the grace period
+ *   has passed, then fails on it; /readyz fails on it throughout. The hook is held from outside as it would be in
+ *   Kubernetes: the RBAC bootstrap recreates a deleted bootstrap ClusterRole at start, and that create goes
+ *   through a validating webhook the test runs and answers only when released.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
+import type { ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeCA, makeServingCert } from '../../src/server/certs.js';
+import { ADMIN_TOKEN, startBin, startBinCluster, USER_TOKEN, type BinCluster, type BinServer } from '../helpers/binserver.js';
+import { eventually } from '../helpers/eventually.js';
+import { freePort } from '../helpers/ports.js';
+
+const HOOKS = [
+  'start-kube-apiserver-admission-initializer',
+  'generic-apiserver-start-informers',
+  'priority-and-fairness-config-consumer',
+  'priority-and-fairness-filter',
+  'bootstrap-controller',
+  'rbac/bootstrap-roles',
+  'scheduling/bootstrap-system-priority-classes',
+  'priority-and-fairness-config-producer',
+  'start-cluster-authentication-info-controller',
+].map((h) => `poststarthook/${h}`);
+
+const lines = (checks: string[], end: string) => `${checks.map((c) => `[+]${c} ok\n`).join('')}${end}\n`;
+
+void describe('health checks and priority and fairness on the binary', () => {
+  let c: BinCluster;
+  before(async () => {
+    c = await startBinCluster(['--authorization-mode=RBAC', '--anonymous-auth=true', '--max-requests-inflight=30', '--max-mutating-requests-inflight=10']);
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  void it('/livez, /readyz and /healthz: every check in kube-apiserver\'s order with ?verbose, a path per check, ?exclude=', async () => {
+    const get = (path: string) => c.server.request(path);
+    const livez = await get('/livez?verbose');
+    assert.equal(livez.status, 200);
+    assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...HOOKS], 'livez check passed'));
+    assert.equal((await get('/readyz?verbose')).body, lines(['ping', 'log', 'etcd', 'informer-sync', ...HOOKS, 'shutdown'], 'readyz check passed'));
+    assert.equal((await get('/healthz?verbose')).body, lines(['ping', 'log', 'etcd', ...HOOKS], 'healthz check passed'));
+    for (const e of ['livez', 'readyz', 'healthz']) {
+      assert.deepEqual([(await get(`/${e}`)).status, (await get(`/${e}`)).body], [200, 'ok']);
+      const one = await get(`/${e}/poststarthook/rbac/bootstrap-roles`);
+      assert.deepEqual([one.status, one.body], [200, 'ok']);
+      assert.equal((await get(`/${e}/etcd`)).body, 'ok');
+    }
+    assert.equal((await get('/readyz/shutdown')).status, 200);
+    assert.equal((await get('/livez/shutdown')).status, 404, 'shutdown is a readyz check only');
+    assert.equal((await get('/livez/informer-sync')).status, 404, 'informer-sync is a readyz check only');
+    const excluded = await get('/readyz?verbose&exclude=etcd&exclude=nonesuch');
+    assert.equal(excluded.status, 200);
+    assert.match(excluded.body, /^\[\+\]etcd excluded: ok$/m);
+    assert.match(excluded.body, /^warn: some health checks cannot be excluded: no matches for "nonesuch"$/m);
+    // Without credentials: health is readable by system:unauthenticated (system:public-info-viewer).
+    assert.equal((await c.server.request('/livez', { token: null })).status, 200);
+  });
+
+  void it('--enable-priority-and-fairness: the X-Kubernetes-PF-* headers name the stored FlowSchema and priority level; system:masters is exempt', async () => {
+    const uid = async (kind: string, name: string) => {
+      const r = await c.kubectl(['get', kind, name, '-o', 'jsonpath={.metadata.uid}']);
+      assert.equal(r.code, 0, r.stderr);
+      return r.stdout;
+    };
+    // alice (no RBAC grant) is refused, but classified first: the headers come with the 403.
+    const alice = await c.server.request('/api/v1/namespaces/default/configmaps', { token: USER_TOKEN });
+    assert.equal(alice.status, 403);
+    assert.equal(alice.headers['x-kubernetes-pf-flowschema-uid'], await uid('flowschema', 'global-default'));
+    assert.equal(alice.headers['x-kubernetes-pf-prioritylevel-uid'], await uid('prioritylevelconfiguration', 'global-default'));
+    const admin = await c.server.request('/api/v1/namespaces/default/configmaps');
+    assert.equal(admin.headers['x-kubernetes-pf-flowschema-uid'], await uid('flowschema', 'exempt'));
+    assert.equal(admin.headers['x-kubernetes-pf-prioritylevel-uid'], await uid('prioritylevelconfiguration', 'exempt'));
+    const listed = await c.kubectl(['get', 'prioritylevelconfigurations']);
+    assert.match(listed.stdout, /^workload-low\s+Limited\s+100\s+128\s+6\s+50\s/m);
+    assert.match(listed.stdout, /^exempt\s+Exempt\s+<none>\s+<none>\s+<none>\s+<none>\s/m);
+  });
+
+  void it('--max-requests-inflight + --max-mutating-requests-inflight (30 + 10) is shared among the levels by their shares', async () => {
+    const m = (await c.request('GET', '/metrics')).text;
+    // ceil(40 * shares / 245): the 1.23 bootstrap levels' shares add up to 245
+    const expected: Record<string, number> = { 'workload-low': 17, 'workload-high': 7, 'node-high': 7, system: 5, 'global-default': 4, 'leader-election': 2, 'catch-all': 1 };
+    for (const [level, limit] of Object.entries(expected)) {
+      assert.match(m, new RegExp(`^apiserver_flowcontrol_request_concurrency_limit\\{priority_level="${level}"\\} ${limit}$`, 'm'), level);
+    }
+  });
+
+  void it('/debug/api_priority_and_fairness/dump_priority_levels: a row per level, <none> for exempt, laid out as Go\'s tabwriter', async () => {
+    const r = await c.server.request('/debug/api_priority_and_fairness/dump_priority_levels');
+    assert.equal(r.status, 200);
+    assert.match(String(r.headers['content-type']), /^text\/plain/);
+    const rows = r.body.split('\n');
+    assert.equal(rows[0], 'PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests');
+    assert.ok(rows.includes('exempt,            <none>,       <none>, <none>,      <none>,          <none>'), r.body);
+    assert.ok(rows.includes('workload-low,      0,            true,   false,       0,               0'), r.body);
+    assert.equal(rows.length, 1 + 8 + 1, 'eight levels and the final newline');
+    assert.equal((await c.server.request('/debug/api_priority_and_fairness/dump_priority_levels', { token: USER_TOKEN })).status, 403);
+  });
+});
+
+/** A validating webhook answering only while not holding; held reviews are answered on release. */
+async function holdingWebhook(): Promise<{ server: HttpsServer; ca: string; held: () => number; hold: boolean; release(): void; close(): Promise<void> }> {
+  const ca = await makeCA('grace-hook-ca');
+  const serving = await makeServingCert(ca.cert, ca.key, 'grace-hook', ['127.0.0.1']);
+  const waiting: { res: ServerResponse; uid: string }[] = [];
+  const answer = (res: ServerResponse, uid: string) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid, allowed: true } }));
+  };
+  const state = {
+    server: createHttpsServer({ cert: serving.cert, key: serving.key }, (req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (d: string) => (body += d));
+      req.on('end', () => {
+        const uid = (JSON.parse(body) as { request: { uid: string } }).request.uid;
+        if (state.hold) waiting.push({ res, uid });
+        else answer(res, uid);
+      });
+    }),
+    ca: ca.cert,
+    hold: false,
+    held: () => waiting.length,
+    release() {
+      state.hold = false;
+      for (const w of waiting.splice(0)) if (!w.res.writableEnded) answer(w.res, w.uid);
+    },
+    async close() {
+      state.release();
+      state.server.closeAllConnections();
+      await new Promise((resolve) => state.server.close(resolve));
+    },
+  };
+  await new Promise<void>((resolve) => state.server.listen(0, '127.0.0.1', resolve));
+  return state;
+}
+
+void describe('--livez-grace-period on the binary', () => {
+  let dir = '';
+  let hook: Awaited<ReturnType<typeof holdingWebhook>>;
+  const servers: BinServer[] = [];
+  let pending: Promise<BinServer> | undefined;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'orch-optbin-grace-'));
+    hook = await holdingWebhook();
+  });
+  after(async () => {
+    hook?.release();
+    if (pending) servers.push(await pending.catch(() => undefined as never));
+    for (const s of servers) if (s) await s.stop();
+    await hook?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  void it('an unfinished post-start hook is ok on /livez during the grace period and fails after it; /readyz fails until it finishes', async () => {
+    const dataDir = join(dir, 'data');
+    const certDir = join(dir, 'certs');
+    // First start: a webhook on ClusterRole creates, and a bootstrap ClusterRole deleted.
+    const first = await startBinCluster([], { dataDir, certDir });
+    servers.push(first.server);
+    const created = await first.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+      body: {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingWebhookConfiguration',
+        metadata: { name: 'hold-clusterroles' },
+        webhooks: [
+          {
+            name: 'clusterroles.grace.test',
+            clientConfig: { url: `https://127.0.0.1:${(hook.server.address() as AddressInfo).port}/validate`, caBundle: Buffer.from(hook.ca).toString('base64') },
+            rules: [{ operations: ['CREATE'], apiGroups: ['rbac.authorization.k8s.io'], apiVersions: ['v1'], resources: ['clusterroles'] }],
+            failurePolicy: 'Ignore',
+            timeoutSeconds: 30,
+            sideEffects: 'None',
+            admissionReviewVersions: ['v1'],
+          },
+        ],
+      },
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.equal((await first.kubectl(['delete', 'clusterrole', 'system:public-info-viewer'])).code, 0);
+    await first.stop();
+    servers.pop();
+
+    // Second start, with the webhook holding: the RBAC bootstrap's create of the deleted role waits on it.
+    hook.hold = true;
+    const port = await freePort();
+    pending = startBin(['--livez-grace-period=10s', `--secure-port=${port}`], { dataDir, certDir });
+    const ca = await readFile(join(certDir, 'apiserver.crt'), 'utf8');
+    const get = (path: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpsRequest(`https://127.0.0.1:${port}${path}`, { ca, agent: false, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    await eventually('the server listening, its RBAC bootstrap held at the webhook', async () => (await get('/livez').catch(() => undefined)) !== undefined && hook.held() > 0, { timeoutMs: 30_000 });
+
+    // During the grace period: /livez passes, reporting the unfinished hook ok; /readyz and /healthz fail on it.
+    const during = await get('/livez?verbose');
+    assert.equal(during.status, 200, during.body);
+    assert.match(during.body, /^\[\+\]poststarthook\/rbac\/bootstrap-roles ok$/m);
+    assert.match(during.body, /livez check passed\n$/);
+    assert.deepEqual(await get('/livez/poststarthook/rbac/bootstrap-roles'), { status: 200, body: 'ok' });
+    const ready = await get('/readyz?verbose');
+    assert.equal(ready.status, 500);
+    assert.match(ready.body, /^\[-\]poststarthook\/rbac\/bootstrap-roles failed: reason withheld$/m);
+    assert.deepEqual(await get('/readyz/poststarthook/rbac/bootstrap-roles'), { status: 500, body: 'internal server error: not finished\n' });
+    assert.equal((await get('/healthz')).status, 500, '/healthz has no grace period');
+    // Checks that are not post-start hooks have no grace period either (here they pass).
+    assert.deepEqual(await get('/livez/etcd'), { status: 200, body: 'ok' });
+
+    // After the grace period: /livez fails on the hook.
+    const afterGrace = await eventually('/livez failing once the grace period is over', async () => {
+      const r = await get('/livez?verbose');
+      return r.status === 500 ? r : undefined;
+    }, { timeoutMs: 20_000 });
+    assert.match(afterGrace.body, /^\[-\]poststarthook\/rbac\/bootstrap-roles failed: reason withheld$/m);
+    assert.match(afterGrace.body, /^\[\+\]poststarthook\/start-kube-apiserver-admission-initializer ok$/m);
+    assert.match(afterGrace.body, /livez check failed\n$/);
+    assert.deepEqual(await get('/livez/poststarthook/rbac/bootstrap-roles'), { status: 500, body: 'internal server error: not finished\n' });
+
+    // Released, the hook finishes: everything passes and the role is back.
+    hook.release();
+    const s = await pending;
+    servers.push(s);
+    pending = undefined;
+    await eventually('/readyz passing', async () => (await get('/readyz')).status === 200, { timeoutMs: 20_000 });
+    assert.deepEqual(await get('/livez'), { status: 200, body: 'ok' });
+    assert.equal((await get('/apis/rbac.authorization.k8s.io/v1/clusterroles/system:public-info-viewer')).status, 200);
+  });
+});
