@@ -88,6 +88,7 @@ void describe('orchlet on containerd (--container-runtime=remote)', () => {
     const orchlet = spawnOrchlet([
       ...criStandaloneArgs(h, { node: NODE, manifests, root, certDir: join(dir, 'pki'), port, readOnlyPort }),
       '--cpu-cfs-quota-period=50ms',
+      '--feature-gates=CustomCPUCFSQuotaPeriod=true',
       `--image-service-endpoint=${h.endpoint}`,
       '--runtime-request-timeout=30s',
       '--serialize-image-pulls=false',

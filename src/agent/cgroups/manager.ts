@@ -29,6 +29,7 @@ import type { Pod } from '../types.js';
 import { CgroupFs, type ResourceConfig } from './fs.js';
 import { ensureProcessInCgroup, ensureSystemCgroups, SYSTEM_OOM_SCORE_ADJ } from './procs.js';
 import { cgroupConfigOf, nodeAllocatableAbsolute, nodeCgroupConfig, qosCPUShares, qosMemoryLimits, resourceConfigForPod, type NodeResources } from './resources.js';
+import { formatDuration } from '../../util/flags.js';
 
 export interface NodeCgroupsConfig {
   /** --cgroup-root ('' means '/'). */
@@ -408,7 +409,20 @@ export function checkCgroupOptions(o: {
   orchReservedCgroup: string;
   systemCgroups?: string | undefined;
   cgroupRoot: string;
+  /** --cpu-cfs-quota-period (ms) and the feature gates (CustomCPUCFSQuotaPeriod); unchecked when absent. */
+  cpuCfsQuotaPeriod?: number;
+  featureGates?: Readonly<Record<string, boolean>>;
 }): string | undefined {
+  if (o.cpuCfsQuotaPeriod !== undefined) {
+    // kubelet 1.23: another period than 100ms needs the alpha gate, and then lies within 1µs..1s
+    const period = formatDuration(o.cpuCfsQuotaPeriod);
+    if (o.featureGates?.CustomCPUCFSQuotaPeriod !== true && o.cpuCfsQuotaPeriod !== 100) {
+      return `invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) ${period} requires feature gate CustomCPUCFSQuotaPeriod`;
+    }
+    if (o.featureGates?.CustomCPUCFSQuotaPeriod === true && (o.cpuCfsQuotaPeriod < 0.001 || o.cpuCfsQuotaPeriod > 1000)) {
+      return `invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) ${period} must be between 1usec and 1sec, inclusive`;
+    }
+  }
   const enforce = o.enforceNodeAllocatable;
   if (!o.cgroupsPerQos && enforce.length > 0) {
     return 'invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) is not supported unless cgroupsPerQOS (--cgroups-per-qos) feature is turned on';

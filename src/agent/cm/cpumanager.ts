@@ -126,6 +126,8 @@ export interface CPUReconcileHost {
 
 export class CPUManager implements HintProvider {
   private defaultSet = new CPUSet();
+  /** The pod under admission (kubelet's pendingAdmissionPod): its state is not stale while its containers are allocated one by one. */
+  private pendingAdmission: Pod | undefined;
   /** pod uid → container → exclusive CPUs */
   private assignments = new Map<string, Map<string, CPUSet>>();
   /** What each running container was last given through the runtime. */
@@ -252,6 +254,7 @@ export class CPUManager implements HintProvider {
   /** The CPU manager's part of admission (called by the topology manager). */
   allocate(pod: Pod, c: Container): void {
     if (this.o.policy !== 'static') return;
+    this.pendingAdmission = pod;
     this.removeStaleState();
     const n = guaranteedCPUs(pod, c);
     if (n === 0) return;
@@ -308,7 +311,8 @@ export class CPUManager implements HintProvider {
     const host = this.host;
     if (!host?.sourcesReady()) return;
     const active = new Map<string, Set<string>>();
-    for (const p of host.activePods()) active.set(p.metadata.uid, new Set([...(p.spec.initContainers ?? []), ...p.spec.containers].map((c) => c.name)));
+    const pending = this.pendingAdmission !== undefined ? [this.pendingAdmission] : [];
+    for (const p of [...host.activePods(), ...pending]) active.set(p.metadata.uid, new Set([...(p.spec.initContainers ?? []), ...p.spec.containers].map((c) => c.name)));
     let changed = false;
     for (const [pod, m] of [...this.assignments]) {
       for (const name of [...m.keys()]) {
@@ -365,6 +369,7 @@ export class CPUManager implements HintProvider {
     if (this.o.policy !== 'static') return null;
     const n = guaranteedCPUs(pod, c);
     if (n === 0) return null;
+    this.pendingAdmission = pod;
     this.removeStaleState();
     const uid = pod.metadata.uid;
     const allocated = this.assignment(uid, c.name);
@@ -381,6 +386,7 @@ export class CPUManager implements HintProvider {
     const app = pod.spec.containers.reduce((s, c) => s + guaranteedCPUs(pod, c), 0);
     const n = Math.max(init, app);
     if (n === 0) return null;
+    this.pendingAdmission = pod;
     this.removeStaleState();
     const uid = pod.metadata.uid;
     let assigned = new CPUSet();

@@ -203,9 +203,13 @@ export class MemoryManager implements HintProvider {
     return [...new Set(blocks.flatMap((b) => b.numaAffinity))].sort((a, b) => a - b);
   }
 
+  /** The pod under admission (kubelet's pendingAdmissionPod): its state is not stale while its containers are allocated one by one. */
+  private pendingAdmission: Pod | undefined;
+
   private removeStaleState(): void {
-    const pods = this.o.activePods?.();
-    if (!pods) return;
+    const activePods = this.o.activePods?.();
+    if (!activePods) return;
+    const pods = this.pendingAdmission ? [...activePods, this.pendingAdmission] : activePods;
     const active = new Map(pods.map((p) => [p.metadata.uid, new Set([...(p.spec.initContainers ?? []), ...p.spec.containers].map((c) => c.name))]));
     let changed = false;
     for (const [pod, containers] of Object.entries(this.entries)) {
@@ -242,6 +246,7 @@ export class MemoryManager implements HintProvider {
 
   allocate(pod: Pod, c: Container): void {
     if (this.o.policy !== 'Static' || qosClass(pod) !== 'Guaranteed') return;
+    this.pendingAdmission = pod;
     this.removeStaleState();
     const uid = pod.metadata.uid;
     if (this.entries[uid]?.[c.name]) return;
@@ -327,6 +332,7 @@ export class MemoryManager implements HintProvider {
     const requests = requestsOf(c);
     const blocks = this.entries[pod.metadata.uid]?.[c.name];
     if (blocks) return regenerate(blocks, requests);
+    this.pendingAdmission = pod;
     this.removeStaleState();
     return this.calculateHints(pod, requests);
   }
@@ -339,6 +345,7 @@ export class MemoryManager implements HintProvider {
     const uid = pod.metadata.uid;
     const assigned = [...(pod.spec.initContainers ?? []), ...pod.spec.containers].flatMap((c) => this.entries[uid]?.[c.name] ?? []);
     if (assigned.length > 0) return regenerate(assigned, requests);
+    this.pendingAdmission = pod;
     this.removeStaleState();
     return this.calculateHints(pod, requests);
   }
