@@ -310,11 +310,15 @@ for (const routing of [false, true]) {
     });
 
     for (const version of routing ? [undefined] : ['1.27', undefined, '1.33']) {
-      void it(`merges discovery: kubectl ${version ?? '(PATH)'} api-resources lists the group`, async (t) => {
+      void it(`merges discovery: kubectl ${version ?? '(PATH)'} api-resources lists the group, get by its short name`, async (t) => {
         if (!kubectlVersion(t, version)) return t.skip(`kubectl ${version ?? ''} not installed`);
         const r = await c.kubectl(['api-resources', `--api-group=${GROUP}`, '--no-headers'], version ? { version } : {});
         assert.equal(r.code, 0, r.stderr);
         assert.match(r.stdout, new RegExp(`^flunders\\s+fl\\s+${GROUP.replace(/\./g, '\\.')}/${VERSION}\\s+true\\s+Flunder\\n$`));
+        // The short name from that discovery, and the request proxied.
+        const got = await c.kubectl(['get', 'fl', '-n', 'default', '-o', 'name'], version ? { version } : {});
+        assert.equal(got.code, 0, got.stderr);
+        assert.equal(got.stdout, `flunder.${GROUP}/my-flunder\n`);
       });
     }
 
