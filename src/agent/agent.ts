@@ -7,6 +7,7 @@
 //   PushSource ─┤                                          ▲                         │
 //   ApiSource  ─┘                     runtime events, back-off ends, resync ◀────────┘
 import { mkdir } from 'node:fs/promises';
+import type { Logger as StructuredLogger } from '../util/log.js';
 import { freemem, hostname, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ApiMode, isStatic, type ApiModeConfig } from './apimode.js';
@@ -145,6 +146,8 @@ export interface AgentConfig {
   /** --kernel-memcg-notification: memory.available thresholds watched every pollMs (cgroups/memcg.ts). */
   memcgNotification?: { pollMs?: number };
   log?: (level: 'info' | 'error', message: string) => void;
+  /** The structured logger (-v levels, sanitization) for kubelet's key/value log lines. */
+  logger?: StructuredLogger;
 }
 
 /** The node name kubelet uses: --hostname-override, else the host name, lower-cased. */
@@ -294,6 +297,7 @@ export class Agent implements ServerHost {
       keepTerminatedPodVolumes: config.keepTerminatedPodVolumes === true,
       ...(config.mounterPath !== undefined ? { mounterPath: config.mounterPath } : {}),
       log: (l, m) => this.log(l, m),
+      ...(config.logger ? { logger: config.logger } : {}),
       // the syncer keeps one dead instance per container; a policy keeping more (or all) needs it to leave them
       leaveDeadInstancesToGC: ![0, 1].includes(config.gc?.containers?.maxPerPodContainer ?? 1),
       ...(config.cgroups ? { beforeSandbox: (pod: Pod) => config.cgroups!.ensurePod(pod) } : {}),

@@ -18,6 +18,7 @@
 // containers survived it).
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Logger as StructuredLogger } from '../util/log.js';
 import { containerEnv, expandVars, podObjectRefs, type EnvContext } from './env.js';
 import { NO_OBJECTS, type ObjectSource } from './objects.js';
 import type { ServiceEnvSource } from './servicelinks.js';
@@ -58,6 +59,8 @@ export interface PodLifecycle {
 
 export interface PodSyncerOptions {
   runtime: Runtime;
+  /** The structured logger of kubelet's key/value lines (the probes' -v=4 lines). */
+  logger?: StructuredLogger;
   statusManager: StatusManager;
   /** --root-dir: pods live in <rootDir>/pods/<uid>, logs in <rootDir>/pods/<uid>/containers/<name>/<attempt>.log. */
   rootDir: string;
@@ -170,7 +173,7 @@ export class PodSyncer implements PodLifecycle {
         pullSecrets: (pod) => this.pullSecrets(pod),
       });
     }
-    this.prober = new ProbeManager({ runtime: o.runtime, events: this.events, onChange: (uid) => o.resync?.(uid) });
+    this.prober = new ProbeManager({ runtime: o.runtime, events: this.events, onChange: (uid) => o.resync?.(uid), ...(o.logger ? { logger: o.logger } : {}) });
     this.tmpfs = o.tmpfs === false ? undefined : {};
     // A runtime whose containers outlive the agent keeps them (adoption needs their mounts); on the
     // others every pod starts again, so tmpfs mounts left by an earlier agent are stale.

@@ -15,6 +15,7 @@
 //   - after a liveness or startup failure the worker holds until the container is replaced.
 // A change of any result calls onChange(uid) (the pod is synced again).
 import type { EventSink } from './events.js';
+import type { Logger } from '../util/log.js';
 import { probeSpec, runProbe, type ProbeSpec, type ProbeType } from './probes.js';
 import type { Runtime } from './runtime/runtime.js';
 import type { Container, Pod } from './types.js';
@@ -47,6 +48,8 @@ export interface ProberOptions {
   runtime: Runtime;
   events: EventSink;
   onChange: (uid: string) => void;
+  /** For the probes' -v=4 lines. */
+  logger?: Logger;
 }
 
 const TYPES: ProbeType[] = ['startup', 'liveness', 'readiness'];
@@ -161,7 +164,7 @@ export class ProbeManager {
     w.running = true;
     let outcome;
     try {
-      outcome = await runProbe(w.spec, { runtime: this.o.runtime, containerId: id, container: w.container, podIP: w.podIP });
+      outcome = await runProbe(w.spec, { runtime: this.o.runtime, containerId: id, container: w.container, podIP: w.podIP, ...(this.o.logger ? { logger: this.o.logger } : {}) });
     } finally {
       w.running = false;
     }

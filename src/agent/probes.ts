@@ -6,6 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import type { Runtime } from './runtime/runtime.js';
+import { datapolicyValue, type Logger } from '../util/log.js';
 import type { Container } from './types.js';
 
 type Json = Record<string, any>;
@@ -71,6 +72,8 @@ export interface ProbeTarget {
   container: Container;
   /** The pod's IP (the default host of httpGet and tcpSocket). */
   podIP: string;
+  /** For kubelet's -v=4 lines of an HTTP probe. */
+  logger?: Logger;
 }
 
 export async function runProbe(spec: ProbeSpec, t: ProbeTarget): Promise<ProbeOutcome> {
@@ -103,6 +106,15 @@ function httpProbe(spec: ProbeSpec, t: ProbeTarget, g: Json): Promise<ProbeOutco
   const url = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
   const headers: Record<string, string> = { 'user-agent': 'kube-probe/1.23', accept: '*/*' };
   for (const hd of (g.httpHeaders ?? []) as Json[]) headers[String(hd.name).toLowerCase()] = String(hd.value);
+  const v4 = t.logger?.v(4);
+  if (v4?.enabled) {
+    // kubelet 1.23's lines (prober.go); the headers as its buildHeader makes them, an http.Header, which
+    // datapol holds for password and token data: --experimental-log-sanitization redacts them
+    const header: Record<string, string[]> = {};
+    for (const hd of (g.httpHeaders ?? []) as Json[]) (header[String(hd.name)] ??= []).push(String(hd.value));
+    v4.info('HTTP-Probe Host', 'scheme', scheme, 'host', host, 'port', port, 'path', path);
+    v4.info('HTTP-Probe Headers', 'headers', datapolicyValue(header, ['password', 'token']));
+  }
   return new Promise((resolve) => {
     const req = (scheme === 'https' ? httpsRequest : httpRequest)(url, { method: 'GET', headers, rejectUnauthorized: false, timeout: spec.timeoutSeconds * 1000 }, (res) => {
       const chunks: Buffer[] = [];

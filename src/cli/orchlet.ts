@@ -372,7 +372,7 @@ export async function main(argv: string[]): Promise<void> {
         });
       }
     }
-    agent = new Agent(await agentConfigFromOptions(options, log));
+    agent = new Agent({ ...(await agentConfigFromOptions(options, log)), logger: agentLog });
     agentRef.current = agent;
     // kubelet's RunKubelet: only logged when it fails (see src/agent/rlimit.ts)
     await setMaxOpenFiles(options.maxOpenFiles).catch((err: unknown) =>

@@ -243,10 +243,24 @@ const SENSITIVE_KEYS: [RegExp, string][] = [
   [/(secret|private[-_]?key|client[-_]?key|key[-_]?data|cert[-_]?key)$/i, 'security-key'],
 ];
 
+/** The symbol under which a value names its data policies (datapolicyValue). */
+const DATAPOLICY: unique symbol = Symbol('datapolicy');
+
+/**
+ * Marks `value` as a type datapol knows as sensitive whatever its keys, e.g. Go's http.Header (password, token),
+ * http.Cookie (token) or x509.Certificate (security-key) in GlobalDatapolicyMapping: with sanitization a log
+ * value so marked is replaced by the notice. The mark is a non-enumerable symbol: the value shows as before.
+ */
+export function datapolicyValue<T extends object>(value: T, types: readonly string[]): T {
+  Object.defineProperty(value, DATAPOLICY, { value: [...types], enumerable: false });
+  return value;
+}
+
 /** The data policies a key or the fields of an object value fall under (our stand-in for datapolicy tags). */
 function datapolicies(key: string, value: unknown, depth = 0): string[] {
   const found = new Set<string>();
   for (const [re, type] of SENSITIVE_KEYS) if (re.test(key)) found.add(type);
+  if (value !== null && typeof value === 'object') for (const t of (value as { [DATAPOLICY]?: string[] })[DATAPOLICY] ?? []) found.add(t);
   if (depth < 3 && value !== null && typeof value === 'object') {
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) for (const t of datapolicies(k, v, depth + 1)) found.add(t);
   }

@@ -16,6 +16,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
@@ -72,6 +74,10 @@ void describe('orchlet options on the binary (rate limits, events, resync, logs,
   let dir = '';
   let slow: Agent;
   let fast: Agent;
+  let text: Agent;
+  let prober: Server;
+  const probeHeaders: string[] = [];
+  const TOKEN = `s3cr3t-${process.pid}`;
   const tag = String(process.pid);
   const SLOW_PODS = 5;
   const MANY = 14;
@@ -159,8 +165,14 @@ void describe('orchlet options on the binary (rate limits, events, resync, logs,
     await mkdir(driverDir, { recursive: true });
     await writeFile(join(driverDir, 'hello'), driverScript(join(dir, 'flex.log')), { mode: 0o755 });
     await writeFile(join(dir, 'mounter'), `#!/bin/sh\necho "$@" >> ${join(dir, 'mounter.log')}\nexec mount "$@"\n`, { mode: 0o755 });
+    // what the HTTP probes of the agents ask
+    prober = createServer((req, res) => {
+      probeHeaders.push(String(req.headers.authorization));
+      res.end('ok');
+    });
+    await new Promise<void>((resolve) => prober.listen(0, '127.0.0.1', resolve));
     c = await startBinCluster();
-    [slow, fast] = await Promise.all([
+    [slow, fast, text] = await Promise.all([
       startAgent('slow', [
         '--kube-api-qps=1',
         '--kube-api-burst=1',
@@ -188,21 +200,38 @@ void describe('orchlet options on the binary (rate limits, events, resync, logs,
         `--experimental-mounter-path=${join(dir, 'mounter')}`,
         '--logging-format=json',
         '--log-json-split-stream',
+        '-v=4',
       ]),
+      startAgent('text', ['-v=4', '--experimental-log-sanitization', '--logtostderr=false', `--log-file=${join(dir, 'text.log')}`]),
     ]);
-    await Promise.all([registered(slow), registered(fast)]);
+    await Promise.all([registered(slow), registered(fast), registered(text)]);
     await create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'greeting', namespace: 'default' }, data: { greeting: 'hello' } });
     const slowPods = Array.from({ length: SLOW_PODS }, (_, i) => cmPod(`slow-${i}`, slow.node));
     const many = pod('many', fast.node, {
       restartPolicy: 'Never',
       containers: Array.from({ length: MANY }, (_, i) => ({ name: `c${i}`, image: 'busybox', command: ['sleep', `3622.${tag}`] })),
     });
-    await create({ apiVersion: 'v1', kind: 'List', items: [...slowPods, cmPod('fast-cm', fast.node), many] });
-    await running([...slowPods.map((p) => p.metadata.name as string), 'fast-cm', 'many']);
+    const probed = (name: string, node: string): Json =>
+      pod(name, node, {
+        containers: [
+          {
+            name: 'c',
+            image: 'busybox',
+            command: ['sleep', `3623.${tag}`],
+            readinessProbe: {
+              httpGet: { host: '127.0.0.1', port: (prober.address() as AddressInfo).port, path: '/ready', httpHeaders: [{ name: 'Authorization', value: `Bearer ${TOKEN}` }] },
+              periodSeconds: 1,
+            },
+          },
+        ],
+      });
+    await create({ apiVersion: 'v1', kind: 'List', items: [...slowPods, cmPod('fast-cm', fast.node), many, probed('probed-text', text.node), probed('probed-fast', fast.node)] });
+    await running([...slowPods.map((p) => p.metadata.name as string), 'fast-cm', 'many', 'probed-text', 'probed-fast']);
   });
 
   after(async () => {
-    await Promise.all([slow, fast].filter((a) => a !== undefined).map((a) => a.stop()));
+    await Promise.all([slow, fast, text].filter((a) => a !== undefined).map((a) => a.stop()));
+    prober?.close();
     await c?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
@@ -325,6 +354,24 @@ void describe('orchlet options on the binary (rate limits, events, resync, logs,
     assert.equal(await refused.exited, 1);
     assert.match(refused.stderr(), /^Flag --network-plugin has been deprecated, will be removed along with dockershim\.$/m);
     assert.match(refused.stderr(), /--network-plugin=cni: the built-in runtime runs pods on the host's network and has no network plugins/);
+  });
+
+  void it('--experimental-log-sanitization: the HTTP probe\'s headers (a Go http.Header, password and token data) redacted in the -v=4 line of the log file', async () => {
+    assert.ok(probeHeaders.includes(`Bearer ${TOKEN}`), 'the probes ran with their header');
+    // the agent without sanitization (JSON, -v=4) shows them
+    const plain = await eventually('the fast agent\'s HTTP-Probe Headers line', () =>
+      fast.stdout().split('\n').find((l) => l.includes('"msg":"HTTP-Probe Headers"')),
+    );
+    assert.deepEqual((JSON.parse(plain) as Json).headers, { Authorization: [`Bearer ${TOKEN}`] });
+    // the one with it: the value replaced, the rest of the line kept (the file is written every --log-flush-frequency, 5 s)
+    const lines = await eventually('the text agent\'s HTTP-Probe lines in its --log-file', async () => {
+      const l = (await readFile(join(dir, 'text.log'), 'utf8').catch(() => '')).split('\n').filter((x) => x.includes('"HTTP-Probe'));
+      return l.some((x) => x.includes('"HTTP-Probe Headers"')) ? l : undefined;
+    }, { timeoutMs: 20_000, intervalMs: 500 });
+    const headers = lines.find((l) => l.includes('"HTTP-Probe Headers"'))!;
+    assert.match(headers, /^I\d{4} [\d:.]+ +\d+ probes\.[jt]s:\d+\] "HTTP-Probe Headers" headers="Key headers contains \[password token\] data"$/);
+    assert.match(lines.find((l) => l.includes('"HTTP-Probe Host"'))!, /"HTTP-Probe Host" scheme="http" host="127\.0\.0\.1" port=\d+ path="\/ready"$/);
+    assert.ok(!(await readFile(join(dir, 'text.log'), 'utf8')).includes(TOKEN), 'the token is nowhere in the log file');
   });
 
   void it('--log-json-info-buffer-size: JSON info lines on standard output held in the buffer until exit; without it, written at once', async () => {
