@@ -108,9 +108,11 @@ export function podDNSConfig(pod: Pod, o: PodConfigOptions): DNSConfig {
       cfg.options.push(text);
     }
   }
-  // resolv.conf limits (glibc): 3 nameservers, 6 search domains
+  // kubelet's limits (without ExpandedDNSConfig): 3 nameservers, 6 search domains of 256 characters in all
+  // (the last ones dropped until the line fits)
   cfg.servers = cfg.servers.slice(0, 3);
   cfg.searches = cfg.searches.slice(0, 6);
+  while (cfg.searches.length > 0 && cfg.searches.join(' ').length > 256) cfg.searches.pop();
   return cfg;
 }
 

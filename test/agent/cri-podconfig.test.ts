@@ -69,6 +69,13 @@ void describe('pod config for image runtimes', () => {
         options: ['ndots:2'],
       });
       assert.deepEqual(podDNSConfig(pod([{}]), { resolvConf: '' }), { servers: ['127.0.0.1'], searches: ['.'], options: [] });
+      // at most 3 nameservers and 6 search domains, the search line at most 256 characters (the last domains go)
+      const long = Array.from({ length: 5 }, (_, i) => `${String(i).repeat(60)}.example`);
+      const capped = podDNSConfig(pod([{}], { dnsPolicy: 'None', dnsConfig: { nameservers: ['1.1.1.1', '1.1.1.2', '1.1.1.3', '1.1.1.4'], searches: long } }), cluster);
+      assert.deepEqual(capped.servers, ['1.1.1.1', '1.1.1.2', '1.1.1.3']);
+      assert.deepEqual(capped.searches, long.slice(0, 3), 'four domains of 68 characters make a line of 275');
+      const many = podDNSConfig(pod([{}], { dnsPolicy: 'None', dnsConfig: { searches: ['a', 'b', 'c', 'd', 'e', 'f', 'g'] } }), cluster);
+      assert.deepEqual(many.searches, ['a', 'b', 'c', 'd', 'e', 'f']);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
