@@ -430,7 +430,8 @@ function postStartHooks(server: ApiServer, priorityAndFairness: boolean): { done
     'bootstrap-controller',
     'rbac/bootstrap-roles',
     'scheduling/bootstrap-system-priority-classes',
-    ...(priorityAndFairness ? ['priority-and-fairness-config-producer'] : []),
+    // The flowcontrol API's own hook: the bootstrap configuration is written whether or not the filter is on.
+    'priority-and-fairness-config-producer',
     'start-cluster-authentication-info-controller',
   ];
   for (const name of names) server.addHealthCheck(`poststarthook/${name}`, check(name), { bootSequence: true });

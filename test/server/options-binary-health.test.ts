@@ -113,6 +113,29 @@ void describe('health checks and priority and fairness on the binary', () => {
   });
 });
 
+void describe('--enable-priority-and-fairness=false on the binary', () => {
+  let c: BinCluster;
+  before(async () => {
+    c = await startBinCluster(['--enable-priority-and-fairness=false']);
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  void it('no PF headers, no dump; the bootstrap configuration is still written (the producer hook) and served', async () => {
+    const r = await c.server.request('/api/v1/namespaces/default/configmaps');
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['x-kubernetes-pf-flowschema-uid'], undefined);
+    assert.equal(r.headers['x-kubernetes-pf-prioritylevel-uid'], undefined);
+    assert.equal((await c.server.request('/debug/api_priority_and_fairness/dump_priority_levels')).status, 404);
+    const livez = await c.server.request('/livez?verbose');
+    const off = new Set(['poststarthook/priority-and-fairness-config-consumer', 'poststarthook/priority-and-fairness-filter']);
+    assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...HOOKS.filter((h) => !off.has(h))], 'livez check passed'));
+    const fs = await c.kubectl(['get', 'flowschemas', '-o', 'name']);
+    assert.match(fs.stdout, /^flowschema\.flowcontrol\.apiserver\.k8s\.io\/global-default$/m);
+  });
+});
+
 /** A validating webhook answering only while not holding; held reviews are answered on release. */
 async function holdingWebhook(): Promise<{ server: HttpsServer; ca: string; held: () => number; hold: boolean; release(): void; close(): Promise<void> }> {
   const ca = await makeCA('grace-hook-ca');
