@@ -24,11 +24,12 @@
  * extension server is down (requests then answered 503). The binary without routing is also traced: an
  * incoming traceparent reaches the extension server through the client span of the proxied call.
  *
- * Tracing (--tracing-config-file with the APIServerTracing gate): an OTLP receiver on loopback and a
- * validating admission webhook on loopback. samplingRatePerMillion 1000000: spans for requests (kubectl's)
- * and storage calls under them, an incoming traceparent continued, and the webhook called with the
- * traceparent of its client span. samplingRatePerMillion 0: no span of the server's own choosing, while a
- * sampled incoming parent is still followed and unsampled contexts still propagate to the webhook.
+ * Tracing (--tracing-config-file with the APIServerTracing gate; refused without it or with an invalid
+ * file): an OTLP receiver on loopback and a validating admission webhook on loopback.
+ * samplingRatePerMillion 1000000: spans for requests (kubectl's) and storage calls under them, an incoming
+ * traceparent continued, and the webhook called with the traceparent of its client span.
+ * samplingRatePerMillion 0: no span of the server's own choosing, while a sampled incoming parent is still
+ * followed and unsampled contexts still propagate to the webhook.
  */
 import { after, before, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -42,7 +43,8 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { stringify } from 'yaml';
 import { makeCA, makeClientCert, makeServingCert, type CertAndKey } from '../../src/server/certs.js';
-import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
+import { runBin, startBinCluster, type BinCluster } from '../helpers/binserver.js';
+import { freePort } from '../helpers/ports.js';
 import { kubectlPath } from '../helpers/cluster.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { eventually } from '../helpers/eventually.js';
@@ -496,6 +498,20 @@ void describe('--tracing-config-file on the binary', () => {
     hook?.closeAllConnections();
     hook?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  void it('is refused without the APIServerTracing gate, and with an invalid file', async () => {
+    const file = join(dir, 'too-high.yaml');
+    await writeFile(file, stringify({ apiVersion: 'apiserver.config.k8s.io/v1alpha1', kind: 'TracingConfiguration', samplingRatePerMillion: 2_000_000 }));
+    const common = ['--bind-address=127.0.0.1', `--secure-port=${await freePort()}`, '--data-dir=:memory:', `--cert-dir=${join(dir, 'refused-certs')}`];
+    const [noGate, invalid] = await Promise.all([
+      runBin([...common, `--tracing-config-file=${file}`]),
+      runBin([...common, '--feature-gates=APIServerTracing=true', `--tracing-config-file=${file}`]),
+    ]);
+    assert.notEqual(noGate.code, 0);
+    assert.match(noGate.stderr, /--tracing-config-file requires the APIServerTracing feature gate to be enabled/);
+    assert.notEqual(invalid.code, 0);
+    assert.match(invalid.stderr, /samplingRatePerMillion: Invalid value: 2000000: sampling rate per million must be less than or equal to one million/);
   });
 
   void it('samplingRatePerMillion 1000000: request and storage spans, an incoming trace continued, the webhook called within it', async (t) => {
