@@ -66,7 +66,14 @@ export class ApiMode {
     private readonly d: ApiModeDeps,
   ) {
     const ua = `orchlet/${c.node.kubeletVersion} (${process.platform}/${process.arch})`;
-    this.client = new ApiClient(c.client, { userAgent: ua, qps: c.qps, burst: c.burst, metrics: this.restMetrics });
+    // client-go's globalThrottledLogger at level 0: one throttling message every 10 s at most
+    let throttleLogged = -Infinity;
+    const onThrottle = (message: string): void => {
+      if (performance.now() - throttleLogged < 10_000) return;
+      throttleLogged = performance.now();
+      d.log('info', message);
+    };
+    this.client = new ApiClient(c.client, { userAgent: ua, qps: c.qps, burst: c.burst, metrics: this.restMetrics, onThrottle });
     this.heartbeat = this.client.withLimiter(0, 0);
     const eventClient = this.client.withLimiter(c.eventQPS, c.eventBurst);
     this.events = new EventRecorder(eventClient, c.node.nodeName, (m) => d.log('error', m));

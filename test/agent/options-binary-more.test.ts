@@ -374,7 +374,7 @@ void describe('orchlet options on the binary (rate limits, events, resync, logs,
     assert.ok(!(await readFile(join(dir, 'text.log'), 'utf8')).includes(TOKEN), 'the token is nowhere in the log file');
   });
 
-  void it('--log-json-info-buffer-size: JSON info lines on standard output held in the buffer until exit; without it, written at once', async () => {
+  void it('--log-json-info-buffer-size: JSON info lines on standard output held in the buffer until exit (client-go\'s throttling message of --kube-api-qps=1 among them); without it, written at once', async () => {
     // the fast agent (no buffer) has written its start line; the slow one (1 MiB buffer, flushed every hour)
     // has written none, though it logged the same line before registering
     const started = /"msg":"running registering with the server of [^"]* as node /;
@@ -383,6 +383,9 @@ void describe('orchlet options on the binary (rate limits, events, resync, logs,
     assert.equal(slow.stdout(), '');
     await slow.stop();
     assert.match(slow.stdout(), started, 'flushed at exit');
+    // client-go's throttling message for a request that waited over a second (at most one every 10 s)
+    assert.match(slow.stdout(), /"msg":"Waited for \d+(\.\d+)?s due to client-side throttling, not priority and fairness, request: (GET|POST|PATCH|PUT|DELETE):https:\/\/127\.0\.0\.1:\d+\/api/);
+    assert.doesNotMatch(fast.stdout(), /client-side throttling/);
     for (const line of slow.stdout().trim().split('\n')) assert.equal(typeof (JSON.parse(line) as Json).msg, 'string', line);
   });
 });

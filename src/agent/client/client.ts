@@ -69,6 +69,11 @@ export interface ApiClientOptions {
   burst?: number;
   /** client-go's rest_client_* metrics of the agent (shared by the clients withLimiter makes). */
   metrics?: RestClientMetrics;
+  /**
+   * A request waited over a second for its rate limiter: client-go's message, which it logs through a
+   * throttled logger (at level 0, once every 10 s at most).
+   */
+  onThrottle?: (message: string) => void;
 }
 
 export class ApiClient {
@@ -130,6 +135,7 @@ export class ApiClient {
   /** One request; resolves with the decoded JSON answer, rejects with ApiError (or a transport error). */
   async request<T = Json>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const waited = opts.tokenTaken === true ? opts.tokenWaitMs : await this.limiter.take();
+    if (waited !== undefined && waited > 1000) this.throttled(method, path, opts, waited);
     const res = await this.send(method, path, opts, undefined, waited);
     const body = await readAll(res.body);
     const code = res.status;
@@ -143,6 +149,7 @@ export class ApiClient {
    */
   async watch(path: string, query: RequestOptions['query'], onEvent: (e: WatchEvent) => void): Promise<WatchHandle> {
     const waited = await this.limiter.take();
+    if (waited > 1000) this.throttled('GET', path, { query: { ...query, watch: true } }, waited);
     let abort: (() => void) | undefined;
     const res = await this.send('GET', path, { query: { ...query, watch: true }, timeoutMs: 0 }, (a) => (abort = a), waited);
     const code = res.status;
@@ -211,6 +218,16 @@ export class ApiClient {
   /** Closes the connections. */
   close(): void {
     this.transport.close();
+  }
+
+  /** client-go's tryThrottle message for a wait over extraLongThrottleLatency (1 s). */
+  private throttled(method: string, path: string, opts: RequestOptions, waitedMs: number): void {
+    if (!this.options.onThrottle) return;
+    const url = new URL(this.url.pathname.replace(/\/$/, '') + path, this.url);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    // Go's Duration.String() of a wait over a second: seconds, up to nanoseconds, trailing zeros dropped
+    const waited = `${(Math.round(waitedMs * 1e6) / 1e9).toFixed(9).replace(/\.?0+$/, '')}s`;
+    this.options.onThrottle(`Waited for ${waited} due to client-side throttling, not priority and fairness, request: ${method}:${url.toString()}`);
   }
 
   /** Sends one request; with metrics, observes the limiter's wait (`waitedMs`, when the request had a limiter) and the answer. */
