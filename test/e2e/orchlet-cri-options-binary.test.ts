@@ -22,7 +22,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CriClient } from '../../src/agent/runtime/cri/client.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { BUSYBOX_IMAGE, buildImageLayout, containerdTestPrerequisites, leftovers, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
@@ -170,8 +170,9 @@ void describe('orchlet CRI options on the real binary', { skip: missing.length >
     assert.ok(found, `the cpu cgroup of container ${id} under ${join(CPU_CGROUP, h.cgroupRoot)}`);
     return found;
   };
-  const cfsOf = (containerID: string): { period: number; quota: number } => {
-    const d = cpuCgroupOf(containerID);
+  /** The CFS period and quota of a container's cgroup, or (pod: true) of its pod's cgroup, its parent. */
+  const cfsOf = (containerID: string, o: { pod?: boolean } = {}): { period: number; quota: number } => {
+    const d = o.pod ? dirname(cpuCgroupOf(containerID)) : cpuCgroupOf(containerID);
     return { period: Number(readFileSync(join(d, 'cpu.cfs_period_us'), 'utf8')), quota: Number(readFileSync(join(d, 'cpu.cfs_quota_us'), 'utf8')) };
   };
   const containerID = (p: Json, name: string): string => p.status.containerStatuses.find((s: Json) => s.name === name).containerID as string;
@@ -316,12 +317,18 @@ void describe('orchlet CRI options on the real binary', { skip: missing.length >
           sleeper({ name: 'nolimit', resources: { requests: { cpu: '100m' } } }),
         ],
       }),
+      pod('cfs-guaranteed', { containers: [sleeper({ resources: guaranteed('250m') })] }),
     );
     const p = await running('cfs');
     // 250m of a 50 ms period; a container without a cpu limit gets the period and no quota, as kubelet sets them
     assert.deepEqual(cfsOf(containerID(p, 'main')), { period: 50_000, quota: 12_500 });
     assert.deepEqual(cfsOf(containerID(p, 'nolimit')), { period: 50_000, quota: -1 });
-    await deletePods(['cfs']);
+    // the pod's cgroup: a limit only when every container declares one (the kernel's defaults otherwise)
+    assert.deepEqual(cfsOf(containerID(p, 'main'), { pod: true }), { period: 100_000, quota: -1 });
+    const g = await running('cfs-guaranteed');
+    assert.deepEqual(cfsOf(containerID(g, 'main'), { pod: true }), { period: 50_000, quota: 12_500 });
+    assert.deepEqual(cfsOf(containerID(g, 'main')), { period: 50_000, quota: 12_500 });
+    await deletePods(['cfs', 'cfs-guaranteed']);
   });
 
   void it('--cpu-cfs-quota-period other than 100ms needs the CustomCPUCFSQuotaPeriod gate, and lies within 1µs..1s', async () => {
@@ -440,6 +447,7 @@ void describe('orchlet CRI options on the real binary', { skip: missing.length >
     await create(pod('cfs-off', { containers: [sleeper({ resources: { limits: { cpu: '250m', memory: '32Mi' } } })] }));
     const p = await running('cfs-off');
     assert.deepEqual(cfsOf(containerID(p, 'main')), { period: 100_000, quota: -1 });
+    assert.deepEqual(cfsOf(containerID(p, 'main'), { pod: true }), { period: 100_000, quota: -1 }, 'nor on the pod');
     await deletePods(['cfs-off']);
   });
 
