@@ -82,23 +82,25 @@ export function requestInfo(method: string, path: string, query: URLSearchParams
     name: '',
     parts: [],
   };
-  let parts = path.replace(/^\/+|\/+$/g, '').split('/');
-  if (parts.length < 3 || (parts[0] !== 'api' && parts[0] !== 'apis')) return info;
-  info.apiPrefix = parts[0]!;
-  parts = parts.slice(1);
+  // The path less its leading and trailing slashes, split; `at` is where the unread segments start.
+  let from = 0;
+  let to = path.length;
+  while (from < to && path.charCodeAt(from) === 0x2f) from++;
+  while (to > from && path.charCodeAt(to - 1) === 0x2f) to--;
+  const all = (from === 0 && to === path.length ? path : path.slice(from, to)).split('/');
+  if (all.length < 3 || (all[0] !== 'api' && all[0] !== 'apis')) return info;
+  info.apiPrefix = all[0];
+  let at = 1;
   if (info.apiPrefix === 'apis') {
-    if (parts.length < 3) return info;
-    info.apiGroup = parts[0]!;
-    parts = parts.slice(1);
+    if (all.length - at < 3) return info;
+    info.apiGroup = all[at++]!;
   }
-  info.apiVersion = parts[0]!;
-  parts = parts.slice(1);
-  if (parts.length === 0) return info;
+  info.apiVersion = all[at++]!;
+  if (at === all.length) return info;
   info.isResourceRequest = true;
-  if (SPECIAL_VERBS.has(parts[0]!)) {
-    if (parts.length < 2) return { ...info, isResourceRequest: false };
-    info.verb = parts[0]!;
-    parts = parts.slice(1);
+  if (SPECIAL_VERBS.has(all[at]!)) {
+    if (all.length - at < 2) return { ...info, isResourceRequest: false };
+    info.verb = all[at++]!;
   } else {
     switch (method) {
       case 'POST':
@@ -121,13 +123,14 @@ export function requestInfo(method: string, path: string, query: URLSearchParams
         info.verb = '';
     }
   }
-  if (parts[0] === 'namespaces') {
-    if (parts.length > 1) {
-      info.namespace = parts[1]!;
+  if (all[at] === 'namespaces') {
+    if (all.length - at > 1) {
+      info.namespace = all[at + 1]!;
       // /namespaces/{name}/{subresource} of the namespace itself, e.g. /namespaces/foo/status.
-      if (parts.length > 2 && parts[2] !== 'status' && parts[2] !== 'finalize') parts = parts.slice(2);
+      if (all.length - at > 2 && all[at + 2] !== 'status' && all[at + 2] !== 'finalize') at += 2;
     }
   }
+  const parts = at === 0 ? all : all.slice(at);
   info.parts = parts;
   if (parts.length >= 3) info.subresource = parts[2]!;
   if (parts.length >= 2) info.name = parts[1]!;

@@ -162,17 +162,34 @@ function equalsAt(b: Uint8Array, start: number, end: number, word: Buffer): bool
  */
 export function encodeWithResourceVersion(stored: Uint8Array, resourceVersion: string): Buffer | null {
   const b = stored;
-  if (b[0] !== LBRACE) return null;
-  const found: Found = { metaStart: -1, metaEnd: -1 };
-  const end = skipObject(b, 0, found);
-  if (end !== b.length || found.metaStart < 0 || !isUtf8(b)) return null;
-  const close = found.metaEnd - 1;
-  const empty = close === found.metaStart + 1;
-  const insert = Buffer.from(`${empty ? '' : ','}"resourceVersion":${JSON.stringify(resourceVersion)}`);
+  let at = splicePoints.get(b);
+  if (at === undefined) {
+    at = splicePoint(b);
+    splicePoints.set(b, at);
+  }
+  if (at < 0) return null;
+  const close = at >>> 1;
+  const insert = Buffer.from(`${at & 1 ? '' : ','}"resourceVersion":${JSON.stringify(resourceVersion)}`);
   const out = Buffer.allocUnsafe(b.length + insert.length + 1);
   out.set(b.subarray(0, close), 0);
   out.set(insert, close);
   out.set(b.subarray(close), close + insert.length);
   out[out.length - 1] = 0x0a;
   return out;
+}
+
+/**
+ * Where each stored text takes its resourceVersion, worked out once per text: a watch cache keeps the same
+ * buffer for an object until it changes and serves every GET of it from that buffer, which is never written to.
+ */
+const splicePoints = new WeakMap<Uint8Array, number>();
+
+/** The offset of metadata's closing brace times two, plus one when metadata is empty; -1 when splicing is not exact. */
+function splicePoint(b: Uint8Array): number {
+  if (b[0] !== LBRACE) return -1;
+  const found: Found = { metaStart: -1, metaEnd: -1 };
+  const end = skipObject(b, 0, found);
+  if (end !== b.length || found.metaStart < 0 || !isUtf8(b)) return -1;
+  const close = found.metaEnd - 1;
+  return close * 2 + (close === found.metaStart + 1 ? 1 : 0);
 }
