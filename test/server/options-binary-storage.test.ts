@@ -7,6 +7,9 @@
  * - --egress-selector-config-file with HTTPConnect proxies the test runs on loopback: the etcd type over a Unix
  *   socket, the cluster type over TCP. The etcds and the admission webhook are named by host names that only
  *   the proxies resolve, so that every connection the server makes to them has to go through a proxy;
+ * - the watch cache sizes (--watch-cache-sizes, --default-watch-cache-size): a watch from before a resource's
+ *   window is 410 Expired naming the window's start, a watch from it gets the window's events; size 0 is no
+ *   cache (watches and paged lists from storage);
  * - --audit-log-maxage with --audit-log-maxbackup and --audit-log-maxsize: backups older than maxage days (by
  *   the timestamp lumberjack puts in their names) are removed when the log rotates.
  */
@@ -249,6 +252,77 @@ void describe('storage options on the binary: two etcds through an egress proxy'
     // An update rewrites the JSON value in the encoding now in effect.
     await ok(['label', 'configmap', 'as-json', '-n', 'split', 'rewritten=yes']);
     assert.equal(kindOf((await b.get('/registry/configmaps/split/as-json').buffer())!), 'protobuf');
+  });
+});
+
+void describe('watch cache options on the binary', () => {
+  let c: BinCluster;
+  before(async () => {
+    c = await startBinCluster(['--default-watch-cache-size=6', '--watch-cache-sizes=limitranges#4,runtimeclasses.node.k8s.io#0']);
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  /** Creates objects at `path` named `${prefix}0..`; their resourceVersions. */
+  const create = async (path: string, n: number, body: (name: string) => Json): Promise<number[]> => {
+    const rvs: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const r = await c.request('POST', path, { body: body(`w${i}`) });
+      assert.equal(r.status, 201, r.text);
+      rvs.push(Number(r.json.metadata.resourceVersion));
+    }
+    return rvs;
+  };
+  /** A watch from `rv` that ends after a second: its events. */
+  const watchFrom = async (path: string, rv: number): Promise<Json[]> => {
+    const r = await c.request('GET', `${path}?watch=1&resourceVersion=${rv}&timeoutSeconds=1`);
+    assert.equal(r.status, 200, r.text);
+    return r.text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Json);
+  };
+  const tooOld = (events: Json[], rv: number, floor: number) => {
+    assert.equal(events.length, 1, JSON.stringify(events));
+    assert.equal(events[0]!.type, 'ERROR');
+    assert.deepEqual(
+      { code: events[0]!.object.code, reason: events[0]!.object.reason, message: events[0]!.object.message },
+      { code: 410, reason: 'Expired', message: `too old resource version: ${rv} (${floor})` },
+    );
+  };
+  const names = (events: Json[]) => events.map((e) => `${e.type as string} ${e.object.metadata.name as string}`);
+
+  void it('--watch-cache-sizes=limitranges#4: a watch from before the last 4 events is 410 Expired naming the window; from its start, the 4 events', async () => {
+    assert.equal((await c.kubectl(['create', 'namespace', 'wc'])).code, 0);
+    const path = '/api/v1/namespaces/wc/limitranges';
+    const rvs = await create(path, 7, (name) => ({ apiVersion: 'v1', kind: 'LimitRange', metadata: { name }, spec: { limits: [{ type: 'Container', max: { cpu: '1' } }] } }));
+    // The window holds w3..w6: a watch resumes from just before w3.
+    tooOld(await watchFrom(path, rvs[0]!), rvs[0]!, rvs[3]! - 1);
+    if (rvs[2]! < rvs[3]! - 1) tooOld(await watchFrom(path, rvs[2]!), rvs[2]!, rvs[3]! - 1);
+    assert.deepEqual(names(await watchFrom(path, rvs[3]! - 1)), ['ADDED w3', 'ADDED w4', 'ADDED w5', 'ADDED w6']);
+    // A list at resourceVersion=0 comes from the cache, which does not page.
+    const list = await c.request('GET', `${path}?resourceVersion=0&limit=2`);
+    assert.equal(list.json.items.length, 7);
+    assert.equal(list.json.metadata.continue, undefined);
+    assert.match((await c.request('GET', '/metrics')).text, /^watch_cache_capacity\{resource="\*core\.LimitRange"\} 4$/m);
+  });
+
+  void it('--default-watch-cache-size=6: the window of a resource not named (IngressClasses) is 6 events', async () => {
+    const path = '/apis/networking.k8s.io/v1/ingressclasses';
+    const rvs = await create(path, 8, (name) => ({ apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name }, spec: { controller: 'example.com/ingress' } }));
+    tooOld(await watchFrom(path, rvs[0]!), rvs[0]!, rvs[2]! - 1);
+    // w1's revision is outside the window unless w2 came right after it.
+    if (rvs[1]! < rvs[2]! - 1) tooOld(await watchFrom(path, rvs[1]!), rvs[1]!, rvs[2]! - 1);
+    assert.deepEqual(names(await watchFrom(path, rvs[2]! - 1)), ['w2', 'w3', 'w4', 'w5', 'w6', 'w7'].map((n) => `ADDED ${n}`));
+    assert.match((await c.request('GET', '/metrics')).text, /^watch_cache_capacity\{resource="\*networking\.IngressClass"\} 6$/m);
+  });
+
+  void it('--watch-cache-sizes=runtimeclasses.node.k8s.io#0: no cache; watches from any kept revision and paged lists come from storage', async () => {
+    const path = '/apis/node.k8s.io/v1/runtimeclasses';
+    const rvs = await create(path, 8, (name) => ({ apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name }, handler: 'runc' }));
+    assert.deepEqual(names(await watchFrom(path, rvs[0]!)), ['w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7'].map((n) => `ADDED ${n}`));
+    const list = await c.request('GET', `${path}?resourceVersion=0&limit=3`);
+    assert.equal(list.json.items.length, 3);
+    assert.ok(list.json.metadata.continue, 'storage pages the list');
+    assert.doesNotMatch((await c.request('GET', '/metrics')).text, /^watch_cache_capacity\{resource="\*node\.RuntimeClass"\}/m);
   });
 });
 

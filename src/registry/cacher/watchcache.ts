@@ -234,10 +234,14 @@ export class WatchCache {
     const cacheEvent: CacheEvent = { type: ev.type, key: kv.key, rev, kv, prevKv };
     if (fresh) cacheEvent.fresh = fresh;
     this.window.push(cacheEvent);
-    while (this.window.length - this.head > this.config.capacity) {
-      this.floorRev = this.window[this.head]!.rev;
-      this.window[this.head] = undefined as unknown as CacheEvent;
-      this.head++;
+    if (this.window.length - this.head > this.config.capacity) {
+      while (this.window.length - this.head > this.config.capacity) {
+        this.window[this.head] = undefined as unknown as CacheEvent;
+        this.head++;
+      }
+      // 1.23's 'oldest-1': a watch resumes from just before the oldest event kept (no event of the resource
+      // lies between the one evicted last and it), and a 410 names that revision.
+      this.floorRev = (this.window[this.head]?.rev ?? rev + 1) - 1;
     }
     if (this.head > 1024 && this.head * 2 > this.window.length) {
       this.window = this.window.slice(this.head);
