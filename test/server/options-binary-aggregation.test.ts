@@ -348,12 +348,19 @@ for (const routing of [false, true]) {
     });
 
     void it('passes on the user a front proxy asserted through the request-header options', async () => {
-      const r = await certRequest(c, FLUNDERS, frontProxyClient, { 'X-Remote-User': 'bob', 'X-Remote-Group': 'wardle-admins', 'X-Remote-Extra-Scopes': 'read' });
+      // Extra keys are lower-cased and percent-decoded by the binary, and percent-encoded again where a header
+      // name may not hold the character (client-go's headerKeyEscape).
+      const r = await certRequest(c, FLUNDERS, frontProxyClient, {
+        'X-Remote-User': 'bob',
+        'X-Remote-Group': 'wardle-admins',
+        'X-Remote-Extra-Scopes': 'read',
+        'X-Remote-Extra-Example.com%2FReason%28s%29': 'audit',
+      });
       assert.equal(r.status, 200, r.body);
       const mine = seen.findLast((s) => s.path.startsWith(FLUNDERS));
       assert.equal(mine?.user, 'bob');
       assert.deepEqual([...(mine?.groups ?? [])].sort(), ['system:authenticated', 'wardle-admins']);
-      assert.deepEqual(mine?.extra, { scopes: ['read'] });
+      assert.deepEqual(mine?.extra, { scopes: ['read'], 'example.com/reason(s)': ['audit'] });
       assert.equal(mine?.clientCN, 'front-proxy-client', 'the binary calls with its own proxy client certificate');
       // A certificate of the same CA whose name is not in --requestheader-allowed-names is not a front proxy.
       const count = seen.length;

@@ -368,7 +368,7 @@ export class Aggregator implements ApiAggregator {
     if (user) {
       headers['x-remote-user'] = user.name;
       if (user.groups.length) headers['x-remote-group'] = [...user.groups];
-      for (const [key, values] of Object.entries(user.extra ?? {})) headers[`x-remote-extra-${encodeURIComponent(key)}`] = [...values];
+      for (const [key, values] of Object.entries(user.extra ?? {})) headers[`x-remote-extra-${headerKeyEscape(key)}`] = [...values];
     }
     const span = this.config.tracer ? this.traceProxy(req, target, headers) : undefined;
     await new Promise<void>((resolve) => {
@@ -397,6 +397,22 @@ export class Aggregator implements ApiAggregator {
       (req as NodeJS.ReadableStream).pipe(upstream);
     });
   }
+}
+
+/** An RFC 7230 token character, the only bytes a header name may hold. */
+const TOKEN_BYTE = /^[!#$&'*+\-.^_`|~0-9A-Za-z]$/;
+
+/**
+ * An extra's key in a header name, as client-go's headerKeyEscape writes it for X-Remote-Extra-<key>: each
+ * UTF-8 byte that is not a token character, and '%', percent-encoded (the receiver path-unescapes it).
+ */
+export function headerKeyEscape(key: string): string {
+  let out = '';
+  for (const b of Buffer.from(key, 'utf8')) {
+    const ch = String.fromCharCode(b);
+    out += b < 0x80 && TOKEN_BYTE.test(ch) ? ch : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
 }
 
 function checkName(serverName: string): RequestOptions['checkServerIdentity'] {
