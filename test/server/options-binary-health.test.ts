@@ -6,7 +6,8 @@
  * - --enable-priority-and-fairness (default on) with --max-requests-inflight and --max-mutating-requests-inflight:
  *   the X-Kubernetes-PF-* headers name the stored FlowSchema and priority level, the bootstrap objects through
  *   kubectl, each level's concurrency limit shared out of the two options' sum, and
- *   /debug/api_priority_and_fairness/dump_priority_levels;
+ *   /debug/api_priority_and_fairness/dump_priority_levels; a one-seat level rejecting alice's second request
+ *   while her first holds the seat (held at a validating webhook the test runs, inside the filter);
  * - --livez-grace-period: while a post-start hook has not finished, /livez reports it ok until the grace period
  *   has passed, then fails on it; /readyz fails on it throughout. The hook is held from outside as it would be in
  *   Kubernetes: the RBAC bootstrap recreates a deleted bootstrap ClusterRole at start, and that create goes
@@ -111,6 +112,85 @@ void describe('health checks and priority and fairness on the binary', () => {
     assert.equal(rows.length, 1 + 8 + 1, 'eight levels and the final newline');
     assert.equal((await c.server.request('/debug/api_priority_and_fairness/dump_priority_levels', { token: USER_TOKEN })).status, 403);
   });
+
+  void it('a FlowSchema sending alice to a one-seat level that rejects: with her request holding the seat, the next is 429 with the PF headers; the admin is served', async () => {
+    const hook = await holdingWebhook();
+    const flowcontrol = '/apis/flowcontrol.apiserver.k8s.io/v1beta2';
+    try {
+      assert.equal((await c.kubectl(['create', 'rolebinding', 'alice-edit', '--clusterrole=edit', '--user=alice', '-n', 'default'])).code, 0);
+      const pl = await c.request('POST', `${flowcontrol}/prioritylevelconfigurations`, {
+        body: { apiVersion: 'flowcontrol.apiserver.k8s.io/v1beta2', kind: 'PriorityLevelConfiguration', metadata: { name: 'one-seat' }, spec: { type: 'Limited', limited: { assuredConcurrencyShares: 1, limitResponse: { type: 'Reject' } } } },
+      });
+      assert.equal(pl.status, 201, pl.text);
+      const fs = await c.request('POST', `${flowcontrol}/flowschemas`, {
+        body: {
+          apiVersion: 'flowcontrol.apiserver.k8s.io/v1beta2',
+          kind: 'FlowSchema',
+          metadata: { name: 'alice-one-seat' },
+          spec: {
+            priorityLevelConfiguration: { name: 'one-seat' },
+            matchingPrecedence: 100,
+            distinguisherMethod: { type: 'ByUser' },
+            rules: [{ subjects: [{ kind: 'User', user: { name: 'alice' } }], resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }] }],
+          },
+        },
+      });
+      assert.equal(fs.status, 201, fs.text);
+      const hookConfig = await c.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+        body: {
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind: 'ValidatingWebhookConfiguration',
+          metadata: { name: 'hold-configmaps' },
+          webhooks: [
+            {
+              name: 'configmaps.apf.test',
+              clientConfig: { url: `https://127.0.0.1:${(hook.server.address() as AddressInfo).port}/validate`, caBundle: Buffer.from(hook.ca).toString('base64') },
+              rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+              failurePolicy: 'Ignore',
+              timeoutSeconds: 30,
+              sideEffects: 'None',
+              admissionReviewVersions: ['v1'],
+            },
+          ],
+        },
+      });
+      assert.equal(hookConfig.status, 201, hookConfig.text);
+      const aliceGet = () => c.server.request('/api/v1/namespaces/default/configmaps', { token: USER_TOKEN });
+      await eventually('alice classified by the new FlowSchema', async () => (await aliceGet()).headers['x-kubernetes-pf-flowschema-uid'] === fs.json.metadata.uid);
+      const post = (name: string) =>
+        c.server.request('/api/v1/namespaces/default/configmaps', {
+          token: USER_TOKEN,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } }),
+        });
+      await eventually('the webhook in use', async () => (await post(`probe-${Date.now()}`)).status === 201 && hook.calls > 0);
+
+      hook.hold = true;
+      const held = post('held');
+      setTimeout(() => hook.release(), 20_000).unref(); // the held request ends even when an assertion below fails
+      await eventually('alice\'s create holding the seat at the webhook', () => hook.held() === 1);
+      const refused = await aliceGet();
+      assert.equal(refused.status, 429);
+      assert.equal(refused.headers['retry-after'], '1');
+      assert.equal(refused.body, 'Too many requests, please try again later.\n');
+      assert.equal(refused.headers['x-kubernetes-pf-flowschema-uid'], fs.json.metadata.uid);
+      assert.equal(refused.headers['x-kubernetes-pf-prioritylevel-uid'], pl.json.metadata.uid);
+      assert.equal((await c.server.request('/api/v1/namespaces/default/configmaps')).status, 200, 'system:masters is exempt');
+      const dump = (await c.server.request('/debug/api_priority_and_fairness/dump_priority_levels')).body;
+      assert.match(dump, /^one-seat,\s+0,\s+false,\s+false,\s+0,\s+1$/m);
+
+      hook.release();
+      assert.equal((await held).status, 201);
+      assert.equal((await aliceGet()).status, 200);
+      const m = (await c.request('GET', '/metrics')).text;
+      assert.match(m, /^apiserver_flowcontrol_rejected_requests_total\{flow_schema="alice-one-seat",priority_level="one-seat",reason="concurrency-limit"\} 1$/m);
+      assert.match(m, /^apiserver_flowcontrol_request_concurrency_limit\{priority_level="one-seat"\} 1$/m);
+    } finally {
+      await c.request('DELETE', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/hold-configmaps');
+      await hook.close();
+    }
+  });
 });
 
 void describe('--enable-priority-and-fairness=false on the binary', () => {
@@ -137,7 +217,7 @@ void describe('--enable-priority-and-fairness=false on the binary', () => {
 });
 
 /** A validating webhook answering only while not holding; held reviews are answered on release. */
-async function holdingWebhook(): Promise<{ server: HttpsServer; ca: string; held: () => number; hold: boolean; release(): void; close(): Promise<void> }> {
+async function holdingWebhook(): Promise<{ server: HttpsServer; ca: string; held: () => number; hold: boolean; calls: number; release(): void; close(): Promise<void> }> {
   const ca = await makeCA('grace-hook-ca');
   const serving = await makeServingCert(ca.cert, ca.key, 'grace-hook', ['127.0.0.1']);
   const waiting: { res: ServerResponse; uid: string }[] = [];
@@ -152,12 +232,14 @@ async function holdingWebhook(): Promise<{ server: HttpsServer; ca: string; held
       req.on('data', (d: string) => (body += d));
       req.on('end', () => {
         const uid = (JSON.parse(body) as { request: { uid: string } }).request.uid;
+        state.calls++;
         if (state.hold) waiting.push({ res, uid });
         else answer(res, uid);
       });
     }),
     ca: ca.cert,
     hold: false,
+    calls: 0,
     held: () => waiting.length,
     release() {
       state.hold = false;
