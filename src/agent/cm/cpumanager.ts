@@ -126,8 +126,14 @@ export interface CPUReconcileHost {
 
 export class CPUManager implements HintProvider {
   private defaultSet = new CPUSet();
-  /** The pod under admission (kubelet's pendingAdmissionPod): its state is not stale while its containers are allocated one by one. */
+  /** The pod under admission (kubelet's pendingAdmissionPod): its state is not stale while its containers are allocated one by one (until endAdmission). */
   private pendingAdmission: Pod | undefined;
+
+  /** The admission of the pending pod ended (admitted or refused). */
+  endAdmission(): void {
+    this.pendingAdmission = undefined;
+  }
+
   /** pod uid → container → exclusive CPUs */
   private assignments = new Map<string, Map<string, CPUSet>>();
   /** What each running container was last given through the runtime. */

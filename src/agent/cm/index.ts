@@ -199,7 +199,13 @@ export class ResourceManagers {
   /** kubelet's resource-allocating admit handler: undefined when admitted, else the refusal. */
   admit(pod: Pod): { reason: string; message: string } | undefined {
     if (this.host?.sourcesReady()) this.topology.keepOnly(new Set(this.host.activePods().map((p) => p.metadata.uid)));
-    return this.topology.admit(pod);
+    try {
+      return this.topology.admit(pod);
+    } finally {
+      // the pod is active now, or refused: its state is no longer kept as the pod under admission
+      this.cpu?.endAdmission();
+      this.memory?.endAdmission();
+    }
   }
 
   /** The cpuset.cpus and cpuset.mems a new container gets (kubelet's PreCreateContainer). */

@@ -203,8 +203,13 @@ export class MemoryManager implements HintProvider {
     return [...new Set(blocks.flatMap((b) => b.numaAffinity))].sort((a, b) => a - b);
   }
 
-  /** The pod under admission (kubelet's pendingAdmissionPod): its state is not stale while its containers are allocated one by one. */
+  /** The pod under admission (kubelet's pendingAdmissionPod): its state is not stale while its containers are allocated one by one (until endAdmission). */
   private pendingAdmission: Pod | undefined;
+
+  /** The admission of the pending pod ended (admitted or refused). */
+  endAdmission(): void {
+    this.pendingAdmission = undefined;
+  }
 
   private removeStaleState(): void {
     const activePods = this.o.activePods?.();
