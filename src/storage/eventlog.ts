@@ -17,7 +17,8 @@ export class EventLog {
   private bytes = 0;
   /** Revision just before the oldest event kept in the ring. */
   private floorRev: number;
-  private readonly waiters = new Set<() => void>();
+  /** Watchers waiting for an event, each woken only by an event of a key it matches (or by close). */
+  private readonly waiters = new Set<Waiter>();
   private ended = false;
 
   constructor(
@@ -50,7 +51,13 @@ export class EventLog {
       this.ring = this.ring.slice(this.head);
       this.head = 0;
     }
-    this.wake();
+    if (this.waiters.size === 0) return;
+    const key = event.kv.key;
+    for (const w of this.waiters) {
+      if (!w.match(key)) continue;
+      this.waiters.delete(w);
+      w.wake();
+    }
   }
 
   /** The event of revision `rev`, which must lie in (floor, newest]. */
@@ -62,25 +69,29 @@ export class EventLog {
     return this.floorRev + (this.ring.length - this.head);
   }
 
-  /** Resolves at the next publish or close. */
-  waitForChange(): { promise: Promise<void>; cancel: () => void } {
-    let resolve!: () => void;
-    const promise = new Promise<void>((r) => (resolve = r));
-    this.waiters.add(resolve);
-    return { promise, cancel: () => this.waiters.delete(resolve) };
+  /**
+   * Calls `waiter.wake` once, at the next publish of a key `waiter.match` accepts, or at close; until then
+   * `remove` takes it back. A write of another key wakes no one (every kind's watch cache watches this one log).
+   */
+  waitForChange(waiter: Waiter): void {
+    this.waiters.add(waiter);
+  }
+
+  removeWaiter(waiter: Waiter): void {
+    this.waiters.delete(waiter);
   }
 
   close(): void {
     this.ended = true;
-    this.wake();
-  }
-
-  private wake(): void {
-    if (this.waiters.size === 0) return;
     const ws = [...this.waiters];
     this.waiters.clear();
-    for (const w of ws) w();
+    for (const w of ws) w.wake();
   }
+}
+
+export interface Waiter {
+  match(key: string): boolean;
+  wake(): void;
 }
 
 function eventSize(e: WatchEvent): number {
@@ -101,8 +112,11 @@ export class LogWatch implements Watch, AsyncIterator<WatchEvent> {
   private pos = 0;
   private lastRev: number;
   private done = false;
-  private cancelWait: (() => void) | null = null;
-  private wakeClose: (() => void) | null = null;
+  /** Set while waiting for an event: resolves the wait (at a matching event, or close). */
+  private wakeUp: (() => void) | null = null;
+  /** Whether the wait has been ended and the watch has not read yet. */
+  private woken = false;
+  private readonly waiter: Waiter;
   /** A failure known when the watch was made (its start revision was compacted), thrown at the first read. */
   private failure: StorageError | null = null;
 
@@ -113,6 +127,13 @@ export class LogWatch implements Watch, AsyncIterator<WatchEvent> {
     private readonly source: LogSource,
   ) {
     this.lastRev = afterRevision;
+    this.waiter = {
+      match,
+      wake: () => {
+        this.woken = true;
+        this.wakeUp?.();
+      },
+    };
     const compacted = source.compactedRevision();
     if (afterRevision < compacted) this.failure = errors.compacted(afterRevision, compacted, source.currentRevision());
   }
@@ -138,8 +159,11 @@ export class LogWatch implements Watch, AsyncIterator<WatchEvent> {
         this.done = true;
         throw errors.closed();
       }
+      const before = this.lastRev;
       this.fill();
       if (this.pos < this.batch.length) continue;
+      // A batch of events of other keys only: read on while there are more.
+      if (this.lastRev > before && this.lastRev < this.source.currentRevision()) continue;
       await this.waitForChange();
     }
   }
@@ -170,15 +194,13 @@ export class LogWatch implements Watch, AsyncIterator<WatchEvent> {
   }
 
   private async waitForChange(): Promise<void> {
-    const { promise, cancel } = this.log.waitForChange();
-    this.cancelWait = cancel;
-    const closed = new Promise<void>((r) => (this.wakeClose = r));
-    try {
-      await Promise.race([promise, closed]);
-    } finally {
-      this.cancelWait = null;
-      this.wakeClose = null;
-    }
+    this.woken = false;
+    await new Promise<void>((resolve) => {
+      this.wakeUp = resolve;
+      this.log.waitForChange(this.waiter);
+    });
+    this.wakeUp = null;
+    this.log.removeWaiter(this.waiter);
   }
 
   async return(): Promise<IteratorResult<WatchEvent>> {
@@ -186,17 +208,26 @@ export class LogWatch implements Watch, AsyncIterator<WatchEvent> {
     return { value: undefined, done: true };
   }
 
-  /** While waiting for changes everything scanned (up to lastRev) has been handed out. */
+  /**
+   * While waiting for changes everything scanned (up to lastRev) has been handed out, and until a matching
+   * event wakes the watch every later event (up to the newest) is of another key: the watch is complete up to
+   * the newest revision.
+   */
   progress(): number | undefined {
-    return this.cancelWait !== null && !this.done ? this.lastRev : undefined;
+    if (this.wakeUp === null || this.done) return undefined;
+    if (!this.woken) {
+      const newest = Math.min(this.log.newest, this.source.currentRevision());
+      if (newest > this.lastRev) this.lastRev = newest;
+    }
+    return this.lastRev;
   }
 
   close(): void {
     this.done = true;
     this.batch = [];
     this.pos = 0;
-    this.cancelWait?.();
-    this.wakeClose?.();
+    this.log.removeWaiter(this.waiter);
+    this.waiter.wake();
   }
 }
 
