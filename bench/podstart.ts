@@ -15,8 +15,12 @@
  *
  * BENCH_PODSTART_RUNS=N repeats each setting N times (a fresh node and namespace each time);
  * BENCH_PODSTART_ONLY=qps50 or =defaults runs one setting; BENCH_PODSTART_DEBUG=1 prints the
- * timeline of each run; BENCH_AGENT_LOG=<prefix> keeps each agent's stderr in <prefix>.<node> and
- * the wall-clock create and Running times in <prefix>.<node>.json.
+ * timeline of each run: the agent's CPU on its main thread apart from its other threads (spawner
+ * workers, GC, file system), the requests per pod, and each pod's time per phase (create answered,
+ * the agent's watch event, from there to Running seen; the agent's event times are read from its log).
+ * BENCH_AGENT_LOG=<prefix> keeps each agent's stderr in <prefix>.<node> and the wall-clock create
+ * sent, create answered and Running times in <prefix>.<node>.json, with the monotonic clock (µs, as
+ * in `node --cpu-prof` profiles) at the first create and the last Running, to cut profiles to the run.
  *
  * The pods opt out of the service account token volume (automountServiceAccountToken: false) so
  * the figures measure the agent's start and status path, not token issuance.
@@ -90,8 +94,7 @@ function watchRunning(server: BenchServer, ns: string, onRunning: (name: string,
   return { stop: () => req.destroy(), ready: readyP };
 }
 
-function startAgent(server: BenchServer, dir: string, node: string, qpsArgs: string[]): Promise<BenchAgent> {
-  const logFile = process.env.BENCH_AGENT_LOG ? `${process.env.BENCH_AGENT_LOG}.${node}` : undefined;
+function startAgent(server: BenchServer, dir: string, node: string, qpsArgs: string[], logFile: string | undefined): Promise<BenchAgent> {
   return startBenchAgent(server, dir, node, ['--max-pods=250', '--node-status-update-frequency=2s', ...qpsArgs], logFile);
 }
 
@@ -112,6 +115,35 @@ async function waitNamespaceSA(client: Client, ns: string): Promise<void> {
     if ((await client.request('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200) return;
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * When the agent received each pod of `ns`, from its log: the line 'ADD pod <ns>/<name> (<uid>) from source api'
+ * with klog's header (local time to the microsecond), as performance.now() times of this process.
+ */
+function agentAdds(log: string, ns: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const year = new Date().getFullYear();
+  const re = /^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [^\]]*\] ADD pod ([^/\s]+)\/(\S+) \(/gm;
+  for (const m of log.matchAll(re)) {
+    if (m[7] !== ns) continue;
+    const wall = new Date(year, Number(m[1]) - 1, Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5])).getTime() + Number(m[6]) / 1000;
+    if (!out.has(m[8]!)) out.set(m[8]!, wall - performance.timeOrigin);
+  }
+  return out;
+}
+
+/**
+ * Where each pod's time went, p50/p99 over the pods: its create answered; the agent's watch event for it
+ * (from the create sent); from that event until this process's watch showed it Running (the agent's
+ * admission, sandbox, process spawn and status post, the server's status write and its watch event).
+ */
+function phases(names: string[], sent: Map<string, number>, created: Map<string, number>, added: Map<string, number>, running: Map<string, number>): string {
+  const span = (what: string, from: Map<string, number>, to: Map<string, number>): string => {
+    const d = names.filter((nm) => from.has(nm) && to.has(nm)).map((nm) => to.get(nm)! - from.get(nm)!).sort((a, b) => a - b);
+    return d.length === 0 ? `${what} -` : `${what} ${percentile(d, 50).toFixed(0)}/${percentile(d, 99).toFixed(0)} ms`;
+  };
+  return `per phase, p50/p99: ${span('create answered', sent, created)}; ${span('create to the agent\'s watch event', sent, added)}; ${span('agent\'s event to Running seen', added, running)} (${added.size} of ${names.length} pods found in the agent's log)`;
 }
 
 function podBody(ns: string, name: string, node: string): string {
@@ -147,7 +179,10 @@ async function runOnce(server: BenchServer, client: Client, dir: string, label: 
   await waitNamespaceSA(client, ns);
   // A node of its own per run: an agent sees only its own pods.
   const node = `bench-${ns}`;
-  const agent = await startAgent(server, join(dir, ns), node, qpsArgs);
+  const debug = (process.env.BENCH_PODSTART_DEBUG ?? '') !== '';
+  // the agent's log: kept with BENCH_AGENT_LOG; with BENCH_PODSTART_DEBUG read for the per-phase breakdown
+  const logFile = process.env.BENCH_AGENT_LOG ? `${process.env.BENCH_AGENT_LOG}.${node}` : debug ? join(dir, `${ns}.agent.log`) : undefined;
+  const agent = await startAgent(server, join(dir, ns), node, qpsArgs, logFile);
   try {
     await waitNodeReady(client, node);
     const running = new Map<string, number>();
@@ -156,34 +191,40 @@ async function runOnce(server: BenchServer, client: Client, dir: string, label: 
     const done = new Promise<void>((r) => (allRunning = r));
     const w = watchRunning(server, ns, (name, at) => {
       running.set(name, at);
-      runningWall.set(name, Date.now());
+      runningWall.set(name, performance.timeOrigin + at);
       if (running.size === n) allRunning();
     });
     await w.ready;
     const countsBefore = await requestCounts(client);
-    const cpu = (pid: number | undefined): number => {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // CPU ms of a process (all its threads), or with `thread` of one of its threads (the main thread: its pid)
+    const cpu = (pid: number | undefined, thread?: number): number => {
+      const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       return (Number(f[11]) + Number(f[12])) * 10;
     };
     const agentCpu0 = cpu(agent.child.pid);
+    const agentMain0 = cpu(agent.child.pid, agent.child.pid);
     const serverCpu0 = (server.cpuUs() ?? 0) / 1000;
     const clientCpu0 = process.cpuUsage();
     const load = loadavg()[0] ?? 0;
+    const mono0 = process.hrtime.bigint();
     const sent = new Map<string, number>();
     const sentWall = new Map<string, number>();
+    const created = new Map<string, number>();
     const names = Array.from({ length: n }, (_, i) => `pod-${String(i).padStart(3, '0')}`);
     await Promise.all(
       names.map((name) => {
         sent.set(name, performance.now());
         if (process.env.BENCH_AGENT_LOG) sentWall.set(name, Date.now());
-        return client.expect(201, 'POST', `/api/v1/namespaces/${ns}/pods`, podBody(ns, name, node));
+        return client.expect(201, 'POST', `/api/v1/namespaces/${ns}/pods`, podBody(ns, name, node)).then(() => void created.set(name, performance.now()));
       }),
     );
     const createdAt = performance.now();
     const timeout = new Promise<void>((_r, reject) => setTimeout(() => reject(new Error(`${label}: only ${running.size}/${n} pods Running after 180 s`)), 180_000).unref());
     await Promise.race([done, timeout]);
+    const mono1 = process.hrtime.bigint();
     const clientCpu = process.cpuUsage(clientCpu0);
+    const agentMain = cpu(agent.child.pid, agent.child.pid) - agentMain0;
     const cpuPerPod = {
       agent: (cpu(agent.child.pid) - agentCpu0) / n,
       server: ((server.cpuUs() ?? 0) / 1000 - serverCpu0) / n,
@@ -193,12 +234,13 @@ async function runOnce(server: BenchServer, client: Client, dir: string, label: 
     await new Promise((r) => setTimeout(r, 2000));
     const countsAfter = await requestCounts(client);
     const posts = statusPatchesOf(countsAfter) - statusPatchesOf(countsBefore);
-    if (process.env.BENCH_AGENT_LOG) await writeFile(`${process.env.BENCH_AGENT_LOG}.${node}.json`, JSON.stringify({ sent: [...sentWall], running: [...runningWall] }));
+    if (process.env.BENCH_AGENT_LOG) await writeFile(`${process.env.BENCH_AGENT_LOG}.${node}.json`, JSON.stringify({ sent: [...sentWall], created: [...created].map(([k, v]) => [k, performance.timeOrigin + v]), running: [...runningWall], monotonicUs: [Number(mono0 / 1000n), Number(mono1 / 1000n)] }));
     w.stop();
     const lat = names.map((nm) => running.get(nm)! - sent.get(nm)!).sort((a, b) => a - b);
     const t0 = Math.min(...sent.values());
-    if (process.env.BENCH_PODSTART_DEBUG) {
-      console.log(`  (${label}: creates answered after ${(createdAt - t0).toFixed(0)} ms, first Running ${(Math.min(...running.values()) - t0).toFixed(0)} ms, last ${(Math.max(...running.values()) - t0).toFixed(0)} ms; CPU agent ${cpu(agent.child.pid) - agentCpu0} ms, server ${((server.cpuUs() ?? 0) / 1000 - serverCpu0).toFixed(0)} ms; requests per pod (all clients, until 2 s after the last Running): ${requestsPerPod(countsBefore, countsAfter, n)})`);
+    if (debug) {
+      console.log(`  (${label}: creates answered after ${(createdAt - t0).toFixed(0)} ms, first Running ${(Math.min(...running.values()) - t0).toFixed(0)} ms, last ${(Math.max(...running.values()) - t0).toFixed(0)} ms; CPU agent ${(cpuPerPod.agent * n).toFixed(0)} ms (main thread ${agentMain} ms; the rest: spawner workers, GC, file system), server ${(cpuPerPod.server * n).toFixed(0)} ms; requests per pod (all clients, until 2 s after the last Running): ${requestsPerPod(countsBefore, countsAfter, n)})`);
+      if (logFile !== undefined) console.log(`  (${label}: ${phases(names, sent, created, agentAdds(readFileSync(logFile, 'utf8'), ns), running)})`);
     }
     return { label, p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat[lat.length - 1]!, posts, pods: n, cpuPerPod, load };
   } finally {

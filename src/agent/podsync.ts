@@ -436,10 +436,14 @@ export class PodSyncer implements PodLifecycle {
     this.pods.delete(uid);
     this.backoff.forget((k) => k.startsWith(`${uid}/`));
     this.puller?.forgetPod(uid);
-    this.o.statusManager.removePod(uid);
     this.tmpfsWarned.delete(uid);
-    await tearDownVolumes(this.podDir(uid), this.o.flexVolumes).catch((err: unknown) => this.o.log?.('error', `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${errorText(err)}`));
-    await rm(this.podDir(uid), { recursive: true, force: true });
+    try {
+      await tearDownVolumes(this.podDir(uid), this.o.flexVolumes).catch((err: unknown) => this.o.log?.('error', `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${errorText(err)}`));
+      await rm(this.podDir(uid), { recursive: true, force: true });
+    } finally {
+      // last: a pod whose status is gone has nothing left on the node (its directory included)
+      this.o.statusManager.removePod(uid);
+    }
   }
 
   private stateOf(pod: Pod): PodState {
@@ -650,7 +654,8 @@ export class PodSyncer implements PodLifecycle {
     };
     const verdict = this.verdicts.get(pod.metadata.uid);
     if (verdict) Object.assign(input, { verdict: { phase: verdict.phase, reason: verdict.reason, message: verdict.message } });
-    const old = this.o.statusManager.getPodStatus(pod.metadata.uid);
+    // read only: buildPodStatus copies what it keeps of the old status
+    const old = this.o.statusManager.peek(pod.metadata.uid)?.status;
     const status = buildPodStatus(old ? { ...input, old } : input);
     this.o.statusManager.setPodStatus(pod, status);
     return status;

@@ -2,6 +2,8 @@
 // every pod the agent runs. Pod workers write it after each sync; readers (the agent's HTTP server,
 // tests) read copies; status posting (status-sync.ts) and listeners see the stored entry itself,
 // read only, with its JSON computed once (no copy per reader on the path every pod start takes).
+// Writers hand their objects over (the pod workers' pod, a status built for the call) and never change
+// them afterwards, so nothing is copied on the way in either.
 import type { Pod, PodStatus } from './types.js';
 
 export interface PodStatusEntry {
@@ -22,12 +24,15 @@ export class StatusManager {
   private readonly entries = new Map<string, StoredStatus>();
   private readonly listeners = new Set<StatusListener>();
 
-  /** Records a pod's status (a copy is kept); listeners hear about it only when it changed. */
+  /**
+   * Records a pod's status; listeners hear about it only when it changed. The pod and the status are
+   * kept as given (not copied): the caller must not change either afterwards.
+   */
   setPodStatus(pod: Pod, status: PodStatus): void {
     const uid = pod.metadata.uid;
     const json = JSON.stringify(status);
     if (this.entries.get(uid)?.json === json) return;
-    const entry: StoredStatus = { pod: structuredClone(pod), status: JSON.parse(json) as PodStatus, json };
+    const entry: StoredStatus = { pod, status, json };
     this.entries.set(uid, entry);
     this.notify(uid, entry);
   }

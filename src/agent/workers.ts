@@ -52,7 +52,7 @@ export class PodWorkers {
    * (ignored once it is terminating); DELETE starts termination with `gracePeriodSeconds`, by default
    * the pod's terminationGracePeriodSeconds; SYNC asks for one more pass. The worker keeps the pod object
    * it is given: the caller hands it over and does not change it afterwards (the merge's updates are
-   * copies made for this), so no copy is made here.
+   * its own read-only copies, never changed once returned), so no copy is made here.
    */
   update(type: WorkType, pod: Pod, gracePeriodSeconds?: number): void {
     const uid = pod.metadata.uid;

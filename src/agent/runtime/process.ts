@@ -64,6 +64,14 @@ interface ContainerRecord {
 
 const newId = (): string => randomBytes(32).toString('hex');
 
+/** A copy of a container's status (each sync reads two per container: a field-wise copy, not structuredClone's). */
+function copyStatus(s: ContainerStatus): ContainerStatus {
+  const c: ContainerStatus = { ...s, metadata: { ...s.metadata }, createdAt: new Date(s.createdAt), labels: { ...s.labels }, annotations: { ...s.annotations } };
+  if (s.startedAt) c.startedAt = new Date(s.startedAt);
+  if (s.finishedAt) c.finishedAt = new Date(s.finishedAt);
+  return c;
+}
+
 export class ProcessRuntime implements Runtime {
   private readonly sandboxes = new Map<string, SandboxRecord>();
   private readonly containers = new Map<string, ContainerRecord>();
@@ -274,7 +282,7 @@ export class ProcessRuntime implements Runtime {
   }
 
   async containerStatus(id: string): Promise<ContainerStatus> {
-    return structuredClone(this.containerRecord(id).status);
+    return copyStatus(this.containerRecord(id).status);
   }
 
   onContainerEvent(listener: (event: ContainerEvent) => void): () => void {

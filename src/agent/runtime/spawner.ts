@@ -7,11 +7,18 @@
 // a ChildProcess the runtime uses: pid, stdout and stderr as Readables, 'exit' and 'close'.
 // Signals need no relay: the caller sends them to the process group by pid (signalGroup).
 //
-// The worker is started with the spawner (a worker thread takes hundreds of milliseconds to load on a
+// A spawn is mostly waiting: for the fork, then for the child to be scheduled and exec (about 5-12 ms
+// per process on a busy host, of which ~1.4 ms is CPU). One worker spawning one process after the
+// other made a burst of 100 new pods wait ~1 s for its last process; the spawner therefore keeps a
+// small pool of workers (two, or one per core up to four) and gives each spawn to the worker with the
+// fewest spawns under way, so the waits overlap.
+//
+// The workers are started with the spawner (a worker thread takes hundreds of milliseconds to load on a
 // busy host, which on first use delayed the first container of a burst of new pods by as much), and
-// again on the next use after it ended; it does not keep the agent alive (unref); close() ends it.
+// again on the next use after one ended; they do not keep the agent alive (unref); close() ends them.
 // Each runtime owns its spawner (no process-wide state).
 import { EventEmitter } from 'node:events';
+import { availableParallelism } from 'node:os';
 import { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { DEFAULT_PATH, type LaunchSpec } from './launcher.js';
@@ -56,45 +63,59 @@ export class RemoteProcess extends EventEmitter {
 interface Pending {
   resolve: (p: RemoteProcess) => void;
   reject: (e: Error) => void;
+  /** The pool slot of the worker that runs this process. */
+  slot: number;
   proc?: RemoteProcess;
 }
 
+/** Workers in the pool: two (spawns overlap even on one core: most of a spawn is waiting), one per core up to four. */
+export const SPAWNER_WORKERS = Math.min(4, Math.max(2, availableParallelism()));
+
 export class Spawner {
-  private worker: Worker | undefined;
+  private readonly workers: (Worker | undefined)[];
+  /** Spawns sent to each worker and not yet answered. */
+  private readonly starting: number[];
   private nextId = 1;
   private readonly entries = new Map<number, Pending>();
 
-  constructor() {
-    this.ensureWorker();
+  constructor(size = SPAWNER_WORKERS) {
+    this.workers = new Array<Worker | undefined>(Math.max(1, size)).fill(undefined);
+    this.starting = new Array<number>(this.workers.length).fill(0);
+    for (let i = 0; i < this.workers.length; i++) this.ensureWorker(i);
   }
 
   /** Starts the process; resolves once it runs, rejects with spawn's error (ENOENT, EACCES, EPERM). */
   launch(spec: LaunchSpec): Promise<RemoteProcess> {
-    const worker = this.ensureWorker();
+    let slot = 0;
+    for (let i = 1; i < this.starting.length; i++) if (this.starting[i]! < this.starting[slot]!) slot = i;
+    const worker = this.ensureWorker(slot);
     const id = this.nextId++;
     const env = { PATH: DEFAULT_PATH, ...spec.env };
+    this.starting[slot]!++;
     return new Promise((resolve, reject) => {
-      this.entries.set(id, { resolve, reject });
+      this.entries.set(id, { resolve, reject, slot });
       const msg: SpawnerRequest = { t: 'spawn', id, argv: spec.argv, env, cwd: spec.cwd, identity: spec.identity };
       worker.postMessage(msg);
     });
   }
 
-  /** Ends the worker; processes it started keep running (they are their own process groups). */
+  /** Ends the workers; processes they started keep running (they are their own process groups). */
   async close(): Promise<void> {
-    const w = this.worker;
-    this.worker = undefined;
-    if (w) await w.terminate();
+    const ws = this.workers.filter((w): w is Worker => w !== undefined);
+    this.workers.fill(undefined);
+    await Promise.all(ws.map((w) => w.terminate()));
   }
 
-  private ensureWorker(): Worker {
-    if (this.worker) return this.worker;
+  private ensureWorker(slot: number): Worker {
+    const existing = this.workers[slot];
+    if (existing) return existing;
     const w = new Worker(new URL('./spawner-worker.js', import.meta.url));
     w.unref();
-    w.on('message', (m: SpawnerReply) => this.onReply(m));
+    w.on('message', (m: SpawnerReply) => this.onReply(slot, m));
     const fail = (err: Error): void => {
-      if (this.worker === w) this.worker = undefined;
+      if (this.workers[slot] === w) this.workers[slot] = undefined;
       for (const [id, e] of this.entries) {
+        if (e.slot !== slot) continue;
         if (e.proc) {
           // Its exit can no longer be seen: report it as killed so the runtime does not wait forever.
           e.proc.stdout.push(null);
@@ -104,24 +125,27 @@ export class Spawner {
         } else e.reject(err);
         this.entries.delete(id);
       }
+      this.starting[slot] = 0;
     };
     w.on('error', fail);
     w.on('exit', () => fail(new Error('the spawner worker exited')));
-    this.worker = w;
+    this.workers[slot] = w;
     return w;
   }
 
-  private onReply(m: SpawnerReply): void {
+  private onReply(slot: number, m: SpawnerReply): void {
     const e = this.entries.get(m.id);
     if (!e) return;
     switch (m.t) {
       case 'spawned': {
+        this.starting[slot] = Math.max(0, this.starting[slot]! - 1);
         const id = m.id;
-        e.proc = new RemoteProcess(m.pid, () => this.worker?.postMessage({ t: 'destroy', id } satisfies SpawnerRequest));
+        e.proc = new RemoteProcess(m.pid, () => this.workers[slot]?.postMessage({ t: 'destroy', id } satisfies SpawnerRequest));
         e.resolve(e.proc);
         return;
       }
       case 'error':
+        this.starting[slot] = Math.max(0, this.starting[slot]! - 1);
         this.entries.delete(m.id);
         e.reject(
           Object.assign(new Error(m.message), {

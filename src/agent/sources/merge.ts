@@ -76,7 +76,8 @@ export class PodMerge {
   /**
    * Applies one snapshot or delta and returns the resulting updates, in the order DELETE, ADD, UPDATE
    * (deleting first lets a renamed pod's old instance stop before its replacement starts).
-   * Does not mutate the given pods; returned pods are copies owned by the caller.
+   * Does not mutate the given pods. Returned pods are the merge's own copies, shared with the caller
+   * read only: neither side changes a pod once it is returned (a changed pod is a new copy).
    */
   apply(change: PodSnapshot): PodUpdate[] {
     return change.op === 'SET' ? this.applySet(change) : this.applyDelta(change);
@@ -182,7 +183,7 @@ export class PodMerge {
 function updates(source: SourceName, deleted: Pod[], added: Pod[], updated: Pod[]): PodUpdate[] {
   const out: PodUpdate[] = [];
   const push = (op: PodOp, pods: Pod[]): void => {
-    if (pods.length > 0) out.push({ op, source, pods: pods.map((p) => structuredClone(p)) });
+    if (pods.length > 0) out.push({ op, source, pods });
   };
   push('DELETE', deleted);
   push('ADD', added);
