@@ -315,6 +315,19 @@ void describe('topology manager scopes', () => {
       assert.equal(containerScope.admit(two), undefined);
       podScope.stop();
       containerScope.stop();
+      // Container scope, every source read: the first container's CPUs are not stale while the second is
+      // admitted (kubelet's pendingAdmissionPod), so two containers of 4 CPUs do not fit in 7.
+      const { config } = resourceManagersFromOptions(
+        parseAgentOptions(['--cpu-manager-policy=static', '--reserved-cpus=0', `--root-dir=${join(dir, 'd')}`, '--topology-manager-policy=restricted', '--topology-manager-scope=container']),
+        undefined,
+        BIG,
+      );
+      const ready = new ResourceManagers(config);
+      ready.start({ activePods: () => [], podStatus: () => undefined, sourcesReady: () => true, updateContainerCpuset: async () => undefined });
+      assert.deepEqual(ready.admit(pod('pair', [guaranteed('4'), guaranteed('4')])), { reason: 'TopologyAffinityError', message: 'Resources cannot be allocated with Topology locality' });
+      // once that admission is over, what the refused pod's first container took is stale: the next pod gets it
+      assert.equal(ready.admit(pod('four', [guaranteed('4')])), undefined);
+      ready.stop();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
