@@ -18,7 +18,8 @@
  * Skipped, saying why, when containerd (or root, runc, the CNI plugins, ...) is not available.
  * BENCH_AGENT_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' profiles the agent;
  * BENCH_CONTAINERD_TIMELINE=<path> writes per pod the wall-clock times of its create, Running,
- * delete and DELETED to <path>.<namespace>.
+ * delete and DELETED to <path>.<namespace>; BENCH_CONTAINERD_LOG=<path> runs containerd at log level debug
+ * (each CRI request with its time) and writes its log to <path>.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -274,7 +275,10 @@ export async function benchContainerd(scale: number): Promise<BenchRow[]> {
     return rows;
   }
   const n = Math.max(10, Math.round(50 * Math.min(1, scale)));
-  const h = await startContainerd();
+  // BENCH_CONTAINERD_LOG=<path>: containerd runs at --log-level debug (every CRI request, with its time) and its log goes to <path>.
+  const logPath = process.env.BENCH_CONTAINERD_LOG;
+  const logLines: string[] = [];
+  const h = await startContainerd(logPath ? { logLevel: 'debug', onLog: (l) => logLines.push(l) } : {});
   const server = await startServerProcess();
   const dir = await mkdtemp(join(tmpdir(), 'orch-bench-cri-'));
   const client = await Client.open(server);
@@ -320,6 +324,7 @@ export async function benchContainerd(scale: number): Promise<BenchRow[]> {
     await client.close();
     await server.stop();
     await h.stop();
+    if (logPath) writeFileSync(logPath, `${logLines.join('\n')}\n`);
     await rm(dir, { recursive: true, force: true });
   }
   return rows;

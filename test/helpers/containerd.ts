@@ -5,8 +5,9 @@
  * startContainerd():
  *   - makes a temporary directory (under /dev/shm when writable) holding containerd's root, state,
  *     socket, configuration and CNI configuration;
- *   - creates a Linux bridge with `ip link` and writes a bridge + host-local conflist for it (a free
- *     10.x.y.0/24), before containerd starts (containerd does not reliably notice later changes);
+ *   - creates a Linux bridge with `ip link` and writes a bridge + host-local + portmap conflist for it
+ *     (a free 10.x.y.0/24), before containerd starts (containerd does not reliably notice later changes);
+ *     no loopback in the chain: the CRI plugin sets up each pod's lo with its own loopback network;
  *   - writes a containerd configuration: its own socket, the CRI plugin with restrict_oom_score_adj
  *     (root here lacks CAP_SYS_RESOURCE), the local pause image as sandbox image, runc with the
  *     cgroupfs driver, the CNI binaries of the containernetworking-plugins package;
@@ -437,6 +438,8 @@ export interface StartOptions {
    * URLs, e.g. a test registry on loopback over plain HTTP: { '127.0.0.1:5000': ['http://127.0.0.1:5000'] }.
    */
   registryMirrors?: Record<string, string[]>;
+  /** containerd's --log-level (default warn); 'debug' logs every CRI request with its time. */
+  logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error';
 }
 
 /** Starts a containerd as described at the top of this file. */
@@ -535,7 +538,10 @@ export async function startContainerd(options: StartOptions = {}): Promise<Conta
             },
             // hostPort: DNAT from the host's addresses (and, with snat, from 127.0.0.1) to the pod
             { type: 'portmap', capabilities: { portMappings: true }, snat: true },
-            { type: 'loopback' },
+            // No `loopback` here: containerd's CRI plugin brings up each pod's lo itself (its own loopback
+            // network, run before this one), so a loopback in the chain would only be a second exec of
+            // the same plugin on every sandbox's setup and on both teardowns (StopPodSandbox and
+            // RemovePodSandbox each run the chain's DEL).
           ],
         },
         null,
@@ -548,7 +554,7 @@ export async function startContainerd(options: StartOptions = {}): Promise<Conta
 
     installExitHook();
     const launch = async (): Promise<void> => {
-      const proc = spawn(findBinary('containerd')!, ['--config', configPath, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const proc = spawn(findBinary('containerd')!, ['--config', configPath, '--log-level', options.logLevel ?? 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
       child = proc;
       live.add(proc);
       const onData = (c: Buffer): void => {
