@@ -67,6 +67,7 @@ void describe('orchlet CRI options on the real binary', { skip: missing.length >
     ...(TWO_CPUS ? ['--cpu-manager-policy=static', '--reserved-cpus=0', '--cpu-manager-reconcile-period=1s'] : []),
   ];
   const startAgent = async (args: string[]): Promise<void> => {
+    await stopAgent().catch(() => undefined); // one left running by a failed test
     agent = spawnOrchlet([...commonArgs(), ...args]);
     await eventually(
       'the node to be Ready',
