@@ -50,21 +50,23 @@ export interface AuditRecorder {
   addAnnotation(key: string, value: string): void;
 }
 
-const contexts = new WeakMap<ApiRequest, RequestContext>();
+/** The context is a property of the request under this symbol (cheaper than a WeakMap entry per request). */
+const CONTEXT = Symbol('orch.requestContext');
+type WithContext = { [CONTEXT]?: RequestContext };
 
 /** The request's context, created empty on first use. */
 export function requestContext(req: ApiRequest): RequestContext {
-  let ctx = contexts.get(req);
+  let ctx = (req as WithContext)[CONTEXT];
   if (!ctx) {
     ctx = {};
-    contexts.set(req, ctx);
+    (req as WithContext)[CONTEXT] = ctx;
   }
   return ctx;
 }
 
 /** The authenticated user; undefined only outside (before) the authentication filter. */
 export function getUser(req: ApiRequest): UserInfo | undefined {
-  return contexts.get(req)?.user;
+  return (req as WithContext)[CONTEXT]?.user;
 }
 
 /** Records the request's user; for the authentication filter and for tests that bypass it. */
@@ -73,15 +75,16 @@ export function setUser(req: ApiRequest, user: UserInfo): void {
 }
 
 
-const responseAudits = new WeakMap<ApiResponse, AuditRecorder>();
+const RESPONSE_AUDIT = Symbol('orch.responseAudit');
+type WithAudit = { [RESPONSE_AUDIT]?: AuditRecorder };
 
 /** Attaches the request's audit recorder to it and to its response; for the audit filter. */
 export function setAuditRecorder(req: ApiRequest, res: ApiResponse, recorder: AuditRecorder): void {
   requestContext(req).audit = recorder;
-  responseAudits.set(res, recorder);
+  (res as WithAudit)[RESPONSE_AUDIT] = recorder;
 }
 
 /** The audit recorder of a request or of its response; undefined when the request is not audited. */
 export function getAuditRecorder(r: ApiRequest | ApiResponse): AuditRecorder | undefined {
-  return responseAudits.get(r as ApiResponse) ?? contexts.get(r as ApiRequest)?.audit;
+  return (r as WithAudit)[RESPONSE_AUDIT] ?? (r as WithContext)[CONTEXT]?.audit;
 }

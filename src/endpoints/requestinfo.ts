@@ -31,21 +31,25 @@ export interface ParsedRequest {
   info: RequestInfo;
 }
 
-const parsedRequests = new WeakMap<object, ParsedRequest>();
+/**
+ * Per-request values live on the request object under symbols, not in WeakMaps keyed by it: a WeakMap entry per
+ * request costs an ephemeron table that grows and is rehashed between collections, and GC work per entry.
+ */
+const PARSED = Symbol('orch.parsedRequest');
 
 /**
  * The request's path, query and info from its method and URL, worked out on first use and shared by the
  * filters (request info, timeouts, limits, metrics, audit) and the API handler. Readers must not change them.
  */
 export function parsedRequest(req: { method?: string | undefined; url?: string | undefined }): ParsedRequest {
-  let p = parsedRequests.get(req);
+  let p = (req as { [PARSED]?: ParsedRequest })[PARSED];
   if (!p) {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
     p = { path, query, info: requestInfo(req.method ?? 'GET', path, query) };
-    parsedRequests.set(req, p);
+    (req as { [PARSED]?: ParsedRequest })[PARSED] = p;
   }
   return p;
 }

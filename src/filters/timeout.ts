@@ -18,11 +18,12 @@ import { getRequestInfo, type LongRunningCheck } from './requestinfo.js';
 export const TIMEOUT_MESSAGE = 'Timeout: request did not complete within the allotted timeout';
 const INVALID_TIMEOUT_IN_URL = 'invalid timeout specified in the request URL';
 
-const deadlines = new WeakMap<ApiRequest, number>();
+/** On the request under a symbol (cheaper than a WeakMap entry per request). */
+const DEADLINE = Symbol('orch.requestDeadline');
 
 /** The request's deadline (ms since the epoch) set by withRequestDeadline; undefined for long-running ones. */
 export function getRequestDeadline(req: ApiRequest): number | undefined {
-  return deadlines.get(req);
+  return (req as { [DEADLINE]?: number })[DEADLINE];
 }
 
 export interface RequestDeadlineDeps {
@@ -71,7 +72,7 @@ export function withRequestDeadline(next: Handler, deps: RequestDeadlineDeps): H
       }
       if (requested > 0 && requested < timeout) timeout = requested;
     }
-    deadlines.set(req, started + timeout);
+    (req as { [DEADLINE]?: number })[DEADLINE] = started + timeout;
     return next(req, res);
   };
 }

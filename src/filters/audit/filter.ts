@@ -35,7 +35,8 @@ interface Received {
   at: number;
 }
 
-const received = new WeakMap<ApiRequest, Received>();
+/** On the request under a symbol (cheaper than a WeakMap entry per request). */
+const RECEIVED = Symbol('orch.auditReceived');
 
 function nowMicros(): number {
   return Math.floor((performance.timeOrigin + performance.now()) * 1000);
@@ -52,10 +53,10 @@ export function getAuditID(req: ApiRequest): string {
 }
 
 function receivedOf(req: ApiRequest): Received {
-  let r = received.get(req);
+  let r = (req as { [RECEIVED]?: Received })[RECEIVED];
   if (!r) {
     r = { auditID: header(req, 'audit-id') || randomUUID(), at: nowMicros() };
-    received.set(req, r);
+    (req as { [RECEIVED]?: Received })[RECEIVED] = r;
   }
   return r;
 }
