@@ -10,7 +10,7 @@
  * for `node --cpu-prof` of client and server together; it also prints phase marks for windowing the profile.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { openSync, readFileSync } from 'node:fs';
 import { launcherNodeArgs } from '../test/helpers/binserver.js';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
@@ -62,7 +62,8 @@ async function spawnServer(dir: string, extraArgs: readonly string[] = []): Prom
       `--token-auth-file=${join(dir, 'tokens.csv')}`,
       ...extraArgs,
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    // BENCH_SERVER_STDOUT=<file> keeps the server's standard output (e.g. with BENCH_SERVER_NODE_ARGS=--trace-gc).
+    { stdio: ['ignore', process.env.BENCH_SERVER_STDOUT ? openSync(process.env.BENCH_SERVER_STDOUT, 'a') : 'ignore', 'pipe'] },
   );
   const url = await new Promise<string>((resolve, reject) => {
     let err = '';
