@@ -14,8 +14,10 @@
 //   - privileged containers are refused unless the agent allows them (allowPrivileged).
 // Sandboxes without a cgroup parent are placed under `<cgroupRoot>/pod<uid>` when cgroupRoot is set.
 //
-// State: only caches (which sandbox a container belongs to, the cgroup parent of each sandbox);
-// the runtime itself is the truth, so a new agent finds running sandboxes and containers again.
+// State: only caches (which sandbox a container belongs to, the cgroup parent of each sandbox, each
+// container's log file, which sandboxes this agent stopped: removing a pod's sandbox then costs no
+// PodSandboxStatus and no ContainerStatus per container); the runtime itself is the truth, so a new
+// agent finds running sandboxes and containers again.
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { CriClient, CriError, type CriClientOptions } from './cri/client.js';
@@ -120,6 +122,10 @@ export class CriRuntime implements Runtime {
    * only within a second of being read.
    */
   private readonly freshStatus = new Map<string, { at: number; status: cri.PodSandboxStatus }>();
+  /** Log file of each container this agent created or asked the status of (removal deletes it without asking again). */
+  private readonly logPaths = new Map<string, string>();
+  /** Sandboxes this agent stopped (a stopped sandbox never runs again): their removal needs no status first. */
+  private readonly stoppedSandboxes = new Set<string>();
   private pollTimer: NodeJS.Timeout | undefined;
   /** Cancels the GetContainerEvents stream, while one is open. */
   private cancelEvents: (() => void) | undefined;
@@ -234,6 +240,7 @@ export class CriRuntime implements Runtime {
     } catch (err) {
       throw runtimeErrorOf(err);
     }
+    this.stoppedSandboxes.add(id);
   }
 
   async removePodSandbox(id: string): Promise<void> {
@@ -241,7 +248,7 @@ export class CriRuntime implements Runtime {
     let containers: cri.Container[];
     let ready: boolean;
     try {
-      ready = (await this.client.podSandboxStatus(id)).status?.state === 'SANDBOX_READY';
+      ready = this.stoppedSandboxes.has(id) ? false : (await this.client.podSandboxStatus(id)).status?.state === 'SANDBOX_READY';
       containers = await this.client.listContainers({ podSandboxId: id });
     } catch (err) {
       const e = runtimeErrorOf(err);
@@ -252,7 +259,9 @@ export class CriRuntime implements Runtime {
     // again, unless the runtime refuses to remove it (say its network is still set up).
     const stopped = !ready && !containers.some((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_UNKNOWN');
     if (!stopped) await this.stopPodSandbox(id, 0);
-    const logs = await Promise.all(containers.map((c) => this.client.containerStatus(c.id).then((s) => s.status?.logPath, () => undefined)));
+    const logs = await Promise.all(
+      containers.map(async (c) => this.logPaths.get(c.id) ?? this.client.containerStatus(c.id).then((s) => s.status?.logPath, () => undefined)),
+    );
     try {
       await this.client.removePodSandbox(id);
     } catch (err) {
@@ -261,6 +270,7 @@ export class CriRuntime implements Runtime {
       await criCall(this.client.removePodSandbox(id));
     }
     for (const c of containers) this.forget(c.id, c.podSandboxId);
+    this.stoppedSandboxes.delete(id);
     await Promise.all(logs.filter((p): p is string => !!p).map((p) => rm(p, { force: true })));
     const parent = this.cgroupParents.get(id);
     this.cgroupParents.delete(id);
@@ -352,8 +362,11 @@ export class CriRuntime implements Runtime {
     if (config.securityContext?.privileged === true && this.options.allowPrivileged !== true) {
       throw new RuntimeError('ConfigRefused', 'privileged containers are not allowed on this node (the agent does not allow privileged pods)');
     }
-    const id = await criCall(this.client.createContainer(podSandboxId, this.criContainerConfig(config, sandboxConfig), this.criSandboxConfig(sandboxConfig)));
+    const criSandbox = this.criSandboxConfig(sandboxConfig);
+    const id = await criCall(this.client.createContainer(podSandboxId, this.criContainerConfig(config, sandboxConfig), criSandbox));
     this.sandboxOf.set(id, podSandboxId);
+    // where the runtime writes its log (CRI: the sandbox's log directory joined with the container's log path)
+    if (criSandbox.logDirectory && config.logPath) this.logPaths.set(id, join(criSandbox.logDirectory, config.logPath));
     return id;
   }
 
@@ -425,6 +438,7 @@ export class CriRuntime implements Runtime {
       podSandboxId = c?.podSandboxId ?? '';
       if (c) this.sandboxOf.set(id, podSandboxId);
     }
+    if (s.logPath) this.logPaths.set(id, s.logPath);
     const out: ContainerStatus = {
       id: s.id,
       podSandboxId,
@@ -595,6 +609,7 @@ export class CriRuntime implements Runtime {
   private forget(id: string, podSandboxId: string): void {
     const had = this.reported.delete(id);
     this.sandboxOf.delete(id);
+    this.logPaths.delete(id);
     if (had) this.emit({ type: 'CONTAINER_DELETED_EVENT', containerId: id, podSandboxId });
   }
 
