@@ -10,13 +10,15 @@ import { existsSync } from 'node:fs';
 import { request } from 'node:https';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Duplex } from 'node:stream';
+import { Writable, type Duplex } from 'node:stream';
 import { controlFrame, FLAG_FIN, FrameReader, FrameType, HeaderCodec, synStreamPayload, type Frame } from '../../src/agent/server/spdy/framing.js';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
 import { startAgent, type TestAgent } from '../helpers/agent.js';
 import { waitFor } from '../agent/runtime-contract.js';
 import { freePort } from '../helpers/ports.js';
 import { httpGet, withPortForward } from '../helpers/portforward.js';
+import { KubeConfig, PortForward } from '@kubernetes/client-node';
+import { createServer, type Socket } from 'node:net';
 
 type Json = Record<string, any>;
 
@@ -166,6 +168,47 @@ void describe('kubectl exec and attach on the process runtime', () => {
       });
     });
   }
+
+  // @kubernetes/client-node's PortForward speaks WebSocket (v4.channel.k8s.io), as kubelet 1.23 serves it:
+  // per port a data and an error channel, each starting with the port as two little-endian bytes.
+  void it('@kubernetes/client-node port-forward over WebSocket reaches the HTTP server in the pod', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(c.kubeconfig);
+    const pf = new PortForward(kc);
+    const errors: string[] = [];
+    const sockets: Socket[] = [];
+    const local = createServer((sock) => {
+      sockets.push(sock);
+      const err = new Writable({
+        write(chunk: Buffer, _enc, done) {
+          errors.push(chunk.toString());
+          done();
+        },
+      });
+      pf.portForward('default', 'web', [httpPort], sock, err, sock).catch((e: unknown) => {
+        errors.push(String(e));
+        sock.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', resolve));
+    const port = (local.address() as { port: number }).port;
+    try {
+      const one = await httpGet(port, '/ws-one');
+      assert.equal(one.body, 'GET /ws-one');
+      const big = await httpGet(port, '/big/200000');
+      assert.equal(big.body, `GET /big/200000 ${'x'.repeat(200_000)}`);
+      assert.equal(errors.join(''), '');
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => local.close(() => resolve()));
+    }
+    // Without ports, WebSocket port-forward is refused as kubelet refuses it.
+    const none = await c.request('GET', '/api/v1/namespaces/default/pods/web/portforward', {
+      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': 'v4.channel.k8s.io' },
+    });
+    assert.equal(none.status, 400);
+    assert.match(none.body.toString(), /query parameter "port" is required/);
+  });
 
   void it('port-forward to a port where nothing listens: kubectl is told why', async (t) => {
     const bin = kubectlPath('1.27');

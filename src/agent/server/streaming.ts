@@ -13,7 +13,8 @@
 //     protocols itself) gives a URL, and the client's upgrade request is forwarded there and the two
 //     connections spliced, as kubelet's proxyStream does;
 //   - the process runtime gives sessions, and the agent speaks the protocols: the WebSocket channel
-//     protocols (v5.channel.k8s.io, v4.channel.k8s.io: streaming-ws.ts) and SPDY/3.1 (streaming-spdy.ts,
+//     protocols (v5.channel.k8s.io, v4.channel.k8s.io; port-forward v4.channel.k8s.io and
+//     v4.base64.channel.k8s.io: streaming-ws.ts) and SPDY/3.1 (streaming-spdy.ts,
 //     exec, attach and port-forward).
 // --streaming-connection-idle-timeout closes a connection the agent serves itself after that long
 // without traffic (0: never).
@@ -81,8 +82,8 @@ export async function streamTarget(host: StreamingHost, url: URL): Promise<Strea
   const q = url.searchParams;
   if (kind === 'portForward') {
     if (rest.length !== 2 || namespace === '' || podName === '') throw new HttpError(404, '404 page not found');
-    const ports = (q.get('port') ?? '').split(',').filter((p) => p !== '');
-    if (ports.some((p) => !/^\d+$/.test(p) || Number(p) < 1 || Number(p) > 65535)) throw new HttpError(400, `invalid port: ${q.get('port') ?? ''}`);
+    const ports = q.getAll('port').flatMap((v) => v.split(',')).filter((p) => p !== '');
+    if (ports.some((p) => !/^\d+$/.test(p) || Number(p) < 1 || Number(p) > 65535)) throw new HttpError(400, `invalid port: ${q.getAll('port').join(',')}`);
     const pod = host.podByName(namespace, podName);
     if (!pod) throw new HttpError(404, 'pod does not exist');
     const sandbox = (await runtime.listPodSandbox({ state: 'SANDBOX_READY' })).find((s) => s.metadata.uid === pod.metadata.uid);
@@ -163,6 +164,7 @@ export async function serveStreamingUpgrade(host: StreamingHost, req: IncomingMe
     if (upgrade === 'websocket') {
       const protocol = websocketProtocolOf(req, target.kind);
       if (protocol === undefined) return refuseUpgrade(socket, 400, `requested protocol(s) are not supported: ${req.headers['sec-websocket-protocol'] ?? ''}`);
+      if (target.kind === 'portForward' && target.ports.length === 0) return refuseUpgrade(socket, 400, 'query parameter "port" is required');
       return await serveWebSocketStream(req, socket, head, runtime, target, o);
     }
     if (upgrade === SPDY_UPGRADE.toLowerCase()) {
