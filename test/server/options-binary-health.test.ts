@@ -325,6 +325,7 @@ void describe('--livez-grace-period on the binary', () => {
     assert.match(during.body, /^\[\+\]poststarthook\/rbac\/bootstrap-roles ok$/m);
     assert.match(during.body, /livez check passed\n$/);
     assert.deepEqual(await get('/livez/poststarthook/rbac/bootstrap-roles'), { status: 200, body: 'ok' });
+    assert.deepEqual(await get('/livez/poststarthook/rbac/bootstrap-roles?verbose'), { status: 200, body: 'ok' });
     const ready = await get('/readyz?verbose');
     assert.equal(ready.status, 500);
     assert.match(ready.body, /^\[-\]poststarthook\/rbac\/bootstrap-roles failed: reason withheld$/m);
@@ -342,6 +343,7 @@ void describe('--livez-grace-period on the binary', () => {
     assert.match(afterGrace.body, /^\[\+\]poststarthook\/start-kube-apiserver-admission-initializer ok$/m);
     assert.match(afterGrace.body, /livez check failed\n$/);
     assert.deepEqual(await get('/livez/poststarthook/rbac/bootstrap-roles'), { status: 500, body: 'internal server error: not finished\n' });
+    assert.deepEqual(await get('/livez/poststarthook/rbac/bootstrap-roles?verbose'), { status: 500, body: 'internal server error: not finished\n' });
 
     // Released, the hook finishes: everything passes and the role is back.
     hook.release();
