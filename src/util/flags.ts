@@ -209,14 +209,14 @@ export function parseBool(text: string): boolean | undefined {
 const NS_PER: Record<string, number> = {
   ns: 1,
   us: 1e3,
-  'µs': 1e3, // U+00B5 micro sign
-  'μs': 1e3, // U+03BC greek mu
+  '\u00b5s': 1e3, // U+00B5 micro sign
+  '\u03bcs': 1e3, // U+03BC greek mu
   ms: 1e6,
   s: 1e9,
   m: 60e9,
   h: 3600e9,
 };
-const DURATION_TERM = /^(\d*)(?:\.(\d*))?(ns|us|µs|μs|ms|s|m|h)/;
+const DURATION_TERM = /^(\d*)(?:\.(\d*))?(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/;
 const MAX_DURATION_NS = 2 ** 63; // Go durations are int64 nanoseconds
 
 /**
@@ -262,7 +262,7 @@ export function formatDuration(ms: number): string {
   let out: string;
   if (ns === 0n) return '0s';
   if (ns < 1000n) out = `${ns}ns`;
-  else if (ns < 1_000_000n) out = `${fixed(ns, 1000n, 3)}µs`;
+  else if (ns < 1_000_000n) out = `${fixed(ns, 1000n, 3)}\u00b5s`;
   else if (ns < 1_000_000_000n) out = `${fixed(ns, 1_000_000n, 6)}ms`;
   else {
     const hours = ns / 3_600_000_000_000n;

@@ -527,7 +527,7 @@ function formatDuration(nanos: number): string {
   let n = Math.abs(nanos);
   let out: string;
   if (n < 1e9) {
-    const [unit, div] = n < 1e3 ? ['ns', 1] : n < 1e6 ? ['µs', 1e3] : ['ms', 1e6];
+    const [unit, div] = n < 1e3 ? ['ns', 1] : n < 1e6 ? ['\u00b5s', 1e3] : ['ms', 1e6];
     out = `${trimFraction(n / div)}${unit}`;
   } else {
     const h = Math.floor(n / 3.6e12);
@@ -543,10 +543,10 @@ function trimFraction(v: number): string {
   return String(Number(v.toFixed(9)));
 }
 
-const DURATION_UNITS: Readonly<Record<string, number>> = { ns: 1, us: 1e3, µs: 1e3, μs: 1e3, ms: 1e6, s: 1e9, m: 6e10, h: 3.6e12 };
+const DURATION_UNITS: Readonly<Record<string, number>> = { ns: 1, us: 1e3, '\u00b5s': 1e3, '\u03bcs': 1e3, ms: 1e6, s: 1e9, m: 6e10, h: 3.6e12 };
 
 function parseDuration(s: string): number {
-  const re = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/gy;
+  const re = /(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/gy;
   let rest = s;
   let sign = 1;
   if (rest.startsWith('-') || rest.startsWith('+')) {
