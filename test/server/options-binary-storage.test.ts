@@ -7,6 +7,8 @@
  * - --egress-selector-config-file with HTTPConnect proxies the test runs on loopback: the etcd type over a Unix
  *   socket, the cluster type over TCP. The etcds and the admission webhook are named by host names that only
  *   the proxies resolve, so that every connection the server makes to them has to go through a proxy;
+ * - with the default etcd stopped, /livez fails on etcd at once whatever --livez-grace-period says (it covers
+ *   post-start hooks only);
  * - the watch cache sizes (--watch-cache-sizes, --default-watch-cache-size): a watch from before a resource's
  *   window is 410 Expired naming the window's start, a watch from it gets the window's events; size 0 is no
  *   cache (watches and paged lists from storage);
@@ -142,6 +144,8 @@ void describe('storage options on the binary: two etcds through an egress proxy'
       `--kvstore-servers=http://etcd-a${DOMAIN}:${portOf(etcdA)}`,
       `--kvstore-servers-overrides=/configmaps#http://etcd-b${DOMAIN}:${portOf(etcdB)}`,
       `--egress-selector-config-file=${egress}`,
+      // long enough to cover the whole file: only post-start hooks have a grace period, etcd's check has none
+      '--livez-grace-period=1h',
     ];
     c = await startBinCluster([...args, '--storage-media-type=application/json']);
   });
@@ -252,6 +256,24 @@ void describe('storage options on the binary: two etcds through an egress proxy'
     // An update rewrites the JSON value in the encoding now in effect.
     await ok(['label', 'configmap', 'as-json', '-n', 'split', 'rewritten=yes']);
     assert.equal(kindOf((await b.get('/registry/configmaps/split/as-json').buffer())!), 'protobuf');
+  });
+
+  void it('--livez-grace-period covers post-start hooks only: with the default etcd stopped, /livez fails on etcd at once', async () => {
+    await etcdA.stop();
+    try {
+      const r = await eventually('/livez failing on etcd', async () => {
+        const got = await c!.request('GET', '/livez?verbose');
+        return got.status === 500 ? got : undefined;
+      }, { timeoutMs: 20_000 });
+      assert.match(r.text, /^\[-\]etcd failed: reason withheld$/m);
+      assert.match(r.text, /^\[\+\]poststarthook\/rbac\/bootstrap-roles ok$/m);
+      const one = await c!.request('GET', '/livez/etcd');
+      assert.equal(one.status, 500);
+      assert.match(one.text, /^internal server error: /);
+    } finally {
+      await etcdA.start();
+    }
+    await eventually('/livez passing again', async () => (await c!.request('GET', '/livez')).status === 200, { timeoutMs: 30_000 });
   });
 });
 
