@@ -6,7 +6,7 @@
 //   UrlSource  ─┼─SET─▶ PodMerge ──ADD/UPDATE/DELETE──▶ PodWorkers ──▶ PodSyncer ──▶ Runtime
 //   PushSource ─┤                                          ▲                         │
 //   ApiSource  ─┘                     runtime events, back-off ends, resync ◀────────┘
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import type { Logger as StructuredLogger } from '../util/log.js';
 import { freemem, hostname, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,7 +18,7 @@ import type { Json } from './client/client.js';
 import { NO_EVENTS } from './events.js';
 import { ContainerGC, DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, ImageGC, nodeImages, type ContainerGCPolicy, type ImageGCPolicy } from './gc.js';
 import type { SysctlAllowlist } from './sysctl.js';
-import { admitUnderPressure, dirUsage, EvictionManager, observe, type PodUsage, type Threshold } from './eviction.js';
+import { admitUnderPressure, dirUsage, EvictionManager, observe, type Observations, type PodUsage, type Signal, type Threshold } from './eviction.js';
 import { ContainerLogManager } from './logrotate.js';
 import { NodeNetwork, type NodeNetworkConfig } from './network/node-network.js';
 import { CgroupFs } from './cgroups/fs.js';
@@ -252,7 +252,8 @@ export class Agent implements ServerHost {
     this.containerGC = new ContainerGC({
       runtime: this.runtime,
       policy: config.gc?.containers ?? DEFAULT_CONTAINER_GC,
-      podExists: (uid) => this.workers.state(uid) !== undefined,
+      // a pod a source still holds keeps its dead containers (within the caps), as one that finished before this agent started
+      podExists: (uid) => this.workers.state(uid) !== undefined || this.merge.has(uid),
       allSourcesReady: () => this.sourcesReady,
       log: (l, m) => this.log(l, m),
     });
@@ -274,7 +275,9 @@ export class Agent implements ServerHost {
       });
     }
     this.resourceManagers = config.resourceManagers ? new ResourceManagers(config.resourceManagers) : undefined;
-    if (config.eviction && config.eviction.thresholds.length > 0) this.evictionManager = new EvictionManager(config.eviction);
+    if (config.eviction && config.eviction.thresholds.length > 0) {
+      this.evictionManager = new EvictionManager({ ...config.eviction, reclaimNodeLevel: (signal) => this.reclaimNodeLevel(signal) });
+    }
     if (config.containerLogs) this.logManager = new ContainerLogManager({ runtime: this.runtime, ...config.containerLogs, log: (l, m) => this.log(l, m) });
     this.syncer = new PodSyncer({
       runtime: this.runtime,
@@ -488,7 +491,8 @@ export class Agent implements ServerHost {
     const sandboxes = await this.runtime.listPodSandbox().catch(() => []);
     for (const s of sandboxes) {
       const uid = s.labels[LABEL_POD_UID];
-      if (uid === undefined || known.has(uid) || this.stopped) continue;
+      // a pod that finished before this agent started has no worker, but its source still holds it (kubelet keeps its containers for the GC)
+      if (uid === undefined || known.has(uid) || this.merge.has(uid) || this.stopped) continue;
       this.log('info', `removing sandbox ${s.id} of pod ${s.metadata.namespace}/${s.metadata.name} (${uid}): no source holds the pod`);
       await this.runtime.stopPodSandbox(s.id, 0).catch(() => undefined);
       await this.runtime.removePodSandbox(s.id).catch((err: unknown) => this.log('error', `removing sandbox ${s.id}: ${String(err)}`));
@@ -579,11 +583,7 @@ export class Agent implements ServerHost {
     const em = this.evictionManager;
     if (!em || this.stopped) return;
     try {
-      const imageFs = this.runtime.images?.imageFsDir ? await this.runtime.images.imageFsDir().catch(() => undefined) : undefined;
-      const obs = await observe(resolve(this.config.rootDir), imageFs);
-      const allocatable = await this.config.cgroups?.allocatableMemory();
-      if (allocatable) obs['allocatableMemory.available'] = allocatable;
-      const decision = await em.synchronize(obs, () => this.podUsages());
+      const decision = await em.synchronize(await this.observeNode(), () => this.podUsages());
       if (!decision.evict) return;
       const { pod, graceSeconds, message } = decision.evict;
       const { namespace, name, uid } = pod.metadata;
@@ -594,6 +594,42 @@ export class Agent implements ServerHost {
     } catch (err) {
       this.log('error', `eviction manager: ${err instanceof Error ? err.message : String(err)}`);
     }
+  }
+
+  /** The eviction signals of this host now. */
+  private async observeNode(): Promise<Observations> {
+    const imageFs = this.runtime.images?.imageFsDir ? await this.runtime.images.imageFsDir().catch(() => undefined) : undefined;
+    const obs = await observe(resolve(this.config.rootDir), imageFs);
+    const allocatable = await this.config.cgroups?.allocatableMemory();
+    if (allocatable) obs['allocatableMemory.available'] = allocatable;
+    return obs;
+  }
+
+  /**
+   * kubelet's reclaimNodeLevelResources: under pressure on the image filesystem (or on the node's,
+   * when the images live on it too) dead containers and then unused images go, each past its
+   * minimum age (--minimum-container-ttl-duration, --minimum-image-ttl-duration); answers the
+   * observations afterwards, or undefined when nothing can be reclaimed for `signal`.
+   */
+  private async reclaimNodeLevel(signal: Signal): Promise<Observations | undefined> {
+    if (!signal.startsWith('imagefs.') && !signal.startsWith('nodefs.')) return undefined;
+    const images = this.runtime.images;
+    const imageFs = images?.imageFsDir ? await images.imageFsDir().catch(() => undefined) : undefined;
+    if (!this.imageGC || imageFs === undefined) return undefined;
+    const [a, b] = await Promise.all([stat(imageFs), stat(resolve(this.config.rootDir))]);
+    const dedicated = a.dev !== b.dev;
+    if (!(signal.startsWith('imagefs.') ? dedicated : signal.startsWith('nodefs.') && !dedicated)) return undefined;
+    this.log('info', 'eviction manager: attempting to reclaim ephemeral-storage');
+    const c = await this.containerGC.deleteAllUnused().catch((err: unknown) => {
+      this.log('error', `eviction manager: deleting unused containers: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    });
+    const i = await this.imageGC.deleteUnused().catch((err: unknown) => {
+      this.log('error', `eviction manager: deleting unused images: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    });
+    this.log('info', `eviction manager: reclaimed ${c?.containers.length ?? 0} dead containers and ${i?.removed.length ?? 0} images (${i?.freedBytes ?? 0} bytes)`);
+    return this.observeNode();
   }
 
   /** What each active pod uses now (eviction ranking). */

@@ -14,7 +14,9 @@
 // usage above request; disk: the same with ephemeral-storage; pids: lower priority, then more
 // processes. Critical pods (static pods, priority >= 2000000000) are never evicted. An evicted pod
 // gets phase Failed, reason Evicted and kubelet's message, with grace 0 for a hard threshold and
-// --eviction-max-pod-grace-period for a soft one (negative: the pod's own).
+// --eviction-max-pod-grace-period for a soft one (negative: the pod's own). Before a pod is chosen
+// for a disk signal the node's own resources are reclaimed (the caller's reclaimNodeLevel: dead
+// containers and unused images past their minimum ages); no pod goes when that is enough.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tryParseQuantity } from '../util/quantity.js';
@@ -31,7 +33,7 @@ export type Signal =
   | 'imagefs.inodesFree'
   | 'pid.available';
 export type PressureCondition = 'MemoryPressure' | 'DiskPressure' | 'PIDPressure';
-type Resource = 'memory' | 'ephemeral-storage' | 'pids';
+export type Resource = 'memory' | 'ephemeral-storage' | 'pids';
 
 const SIGNALS: Record<Signal, { condition: PressureCondition; resource: Resource }> = {
   'memory.available': { condition: 'MemoryPressure', resource: 'memory' },
@@ -230,6 +232,12 @@ export interface EvictionManagerOptions {
   pressureTransitionPeriodMs: number;
   /** --eviction-max-pod-grace-period (soft thresholds); negative: the pod's own grace period. */
   maxPodGracePeriodSeconds: number;
+  /**
+   * kubelet's reclaimNodeLevelResources: frees what the node itself holds for a signal (dead
+   * containers and unused images under disk pressure) and answers the observations afterwards;
+   * undefined when nothing can be reclaimed for that signal.
+   */
+  reclaimNodeLevel?: (signal: Signal, resource: Resource) => Promise<Observations | undefined>;
   now?: () => number;
 }
 
@@ -267,6 +275,9 @@ export class EvictionManager {
     const memoryFirst = (t: Threshold): number => (SIGNALS[t.signal].resource === 'memory' ? 0 : 1);
     const chosen = [...acting].sort((a, b) => memoryFirst(a) - memoryFirst(b))[0]!;
     const resource = SIGNALS[chosen.signal].resource;
+    // node-level resources first: no pod is evicted when that brings every threshold (with its minimum reclaim) back
+    const after = await this.o.reclaimNodeLevel?.(chosen.signal, resource);
+    if (after && !this.o.thresholds.some((t) => isMet(t, after, true))) return decision;
     const candidates = rankForEviction((await pods()).filter((u) => !isCriticalPod(u.pod)), resource);
     const victim = candidates[0];
     if (!victim) return decision;

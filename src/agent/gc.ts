@@ -62,11 +62,23 @@ export class ContainerGC {
 
   /** One collection; resolves with what was removed. A pass already under way makes this one do nothing. */
   async collect(): Promise<ContainerGCResult> {
+    return this.pass(this.o.policy);
+  }
+
+  /**
+   * kubelet's DeleteAllUnusedContainers (the eviction manager's reclaim under disk pressure): every
+   * dead container old enough per --minimum-container-ttl-duration, whatever the caps.
+   */
+  async deleteAllUnused(): Promise<ContainerGCResult> {
+    return this.pass({ minAgeMs: this.o.policy.minAgeMs, maxPerPodContainer: 0, maxContainers: 0 });
+  }
+
+  private async pass(policy: ContainerGCPolicy): Promise<ContainerGCResult> {
     const out: ContainerGCResult = { containers: [], sandboxes: [] };
     if (this.running) return out;
     this.running = true;
     try {
-      await this.evictContainers(out);
+      await this.evictContainers(out, policy);
       await this.evictSandboxes(out);
     } finally {
       this.running = false;
@@ -90,8 +102,7 @@ export class ContainerGC {
     return unit.slice(0, keep);
   }
 
-  private async evictContainers(out: ContainerGCResult): Promise<void> {
-    const p = this.o.policy;
+  private async evictContainers(out: ContainerGCResult, p: ContainerGCPolicy): Promise<void> {
     const newest = this.now() - p.minAgeMs;
     const all = await this.o.runtime.listContainers();
     const units = new Map<string, DeadContainer[]>();
@@ -276,6 +287,16 @@ export class ImageGC {
     } finally {
       this.running = false;
     }
+  }
+
+  /**
+   * kubelet's DeleteUnusedImages (the eviction manager's reclaim under disk pressure): every unused
+   * image that is not pinned and was first seen at least --minimum-image-ttl-duration ago.
+   */
+  async deleteUnused(): Promise<ImageGCResult> {
+    const result: ImageGCResult = { triggered: true, removed: [], freedBytes: 0 };
+    await this.freeSpace(Number.MAX_SAFE_INTEGER, result);
+    return result;
   }
 
   /** Removes unused images, least recently used first, until `bytes` are freed; returns the bytes freed. */

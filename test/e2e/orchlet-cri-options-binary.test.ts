@@ -14,12 +14,14 @@
  *   B: --resolv-conf="" without cluster DNS; --cpu-cfs-quota=false; --topology-manager-policy=restricted
  *      --topology-manager-scope=container; --maximum-dead-containers-per-container=1
  *      --maximum-dead-containers=3 --minimum-container-ttl-duration=30s, whose first collection (at
- *      start, as kubelet's) acts on what A left.
+ *      start, as kubelet's) acts on what A left;
+ *   C: an always-met disk eviction threshold with --minimum-image-ttl-duration=20s: the eviction
+ *      manager's image reclaim every 10 s (kubelet's periodic image collection is every 5 minutes).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -467,6 +469,45 @@ void describe('orchlet CRI options on the real binary', { skip: missing.length >
       },
       { timeoutMs: 30_000, intervalMs: 250 },
     );
+    await stopAgent();
+  });
+
+  // ---- agent C --------------------------------------------------------------------------------
+
+  void it('--minimum-image-ttl-duration when disk pressure reclaims images: an unused image younger than the TTL stays, older ones go', async () => {
+    // kubelet's periodic image collection runs every 5 minutes; under pressure on the image filesystem
+    // (or the node's, when the images live there) the eviction manager reclaims every 10 s instead:
+    // dead containers, then unused images first seen at least the TTL ago. A threshold of 100% is
+    // always met; no pod runs to be evicted.
+    const dedicated = statSync(h.dir).dev !== statSync(dir).dev;
+    await startAgent([`--eviction-hard=${dedicated ? 'imagefs' : 'nodefs'}.available<100%`, '--minimum-image-ttl-duration=20s']);
+    const a = agent!;
+    const has = async (ref: string): Promise<boolean> => (await cri.listImages()).some((i) => i.repoTags.includes(ref));
+    // Images are recorded by id. Those here when the agent first looked count as first seen long ago:
+    // the unused ones go at the first reclaim; the pinned sandbox image stays.
+    await eventually(
+      () => `the spare and busybox images to go${stderrTail()}`,
+      async () => !(await has(h.images.spare)) && !(await has(h.images.busybox)),
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    assert.ok(await has(h.images.pause), 'the pinned sandbox image stays');
+    // The spare image's id once more (the registry serves its manifest as tag 1), now first seen after the agent started.
+    const young = `${registry.host}/young:1`;
+    await cri.pullImage(young);
+    const mark = a.stderr().length;
+    // two reclaims begun after the pull, the second one over: the first sees the image for the first time, the second 10 s later
+    await eventually(
+      () => `two reclaims after the pull${stderrTail()}`,
+      () => {
+        const text = a.stderr().slice(mark);
+        const first = text.indexOf('eviction manager: attempting to reclaim');
+        const second = first < 0 ? -1 : text.indexOf('eviction manager: attempting to reclaim', first + 1);
+        return second >= 0 && text.indexOf('eviction manager: reclaimed', second) >= 0;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    assert.ok(await has(young), 'the unused image first seen less than 20 s ago is still there');
+    await eventually(() => `the image to go once seen 20 s ago${stderrTail()}`, async () => !(await has(young)), { timeoutMs: 45_000, intervalMs: 250 });
     await stopAgent();
   });
 });

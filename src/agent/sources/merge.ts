@@ -174,6 +174,12 @@ export class PodMerge {
     return out;
   }
 
+  /** Whether a source holds the pod. */
+  has(uid: string): boolean {
+    for (const s of this.sources.values()) if (s.pods.has(uid)) return true;
+    return false;
+  }
+
   /** Every pod currently known, from all sources. */
   pods(): Pod[] {
     return [...this.sources.values()].flatMap((s) => [...s.pods.values()].map((p) => structuredClone(p)));
