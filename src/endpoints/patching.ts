@@ -9,7 +9,12 @@ import type { Definitions } from '../registry/schema.js';
 import { refSchema } from '../registry/managedfields.js';
 import { applyFieldValidation, cannotBeHandledMessage, checkFields, type FieldValidation } from '../registry/decode.js';
 
-/** The patched object; `current` is the caller's own copy (a strategic merge patch changes it in place). */
+/**
+ * The patched object; `current` is the caller's own copy (a strategic merge patch changes it in place).
+ * `kept`: top-level fields the subresource's update takes from the stored object whatever is sent
+ * (SubresourceStrategy.keeps); one the patch cannot reach is the stored value, already decoded, and is not
+ * decoded again (pods/status: the spec, most of a pod, on every status patch the node agents send).
+ */
 export function applyPatch(
   contentType: string,
   current: KObject,
@@ -18,6 +23,7 @@ export function applyPatch(
   defs: Definitions,
   fieldValidation: FieldValidation = 'Ignore',
   warnings: string[] = [],
+  kept?: readonly string[],
 ): KObject {
   const type = parsePatchType(contentType);
   let patched: KObject;
@@ -44,10 +50,32 @@ export function applyPatch(
   if ((patched.apiVersion ?? apiVersion) !== apiVersion || (patched.kind ?? decl.kind) !== decl.kind) {
     throw apiErrors.badRequest(`the patch may not change the object's apiVersion or kind (${apiVersion}, ${decl.kind})`);
   }
-  // The patched object is decoded like a body: unknown fields dropped (and reported per fieldValidation).
-  const checked = checkFields(patched, refSchema(decl.definition), defs);
+  // The patched object is decoded like a body: unknown fields dropped (and reported per fieldValidation),
+  // but for the stored values of `kept` fields the patch cannot reach, which stand in as empty objects.
+  const skipped = kept?.filter((k) => isPlainObject(patched[k]) && !canReach(body, k)) ?? [];
+  let input = patched;
+  if (skipped.length > 0) {
+    input = { ...patched };
+    for (const k of skipped) input[k] = {};
+  }
+  const checked = checkFields(input, refSchema(decl.definition), defs);
   const version = apiVersion.split('/').pop()!;
   if (checked.decodeError !== undefined) throw apiErrors.badRequest(cannotBeHandledMessage(decl.kind, version, decl.kind, checked.decodeError));
   applyFieldValidation(fieldValidation, checked.problems, warnings, { bodyKind: decl.kind, bodyVersion: version, kind: decl.kind });
-  return { ...(checked.pruned as KObject), apiVersion, kind: decl.kind };
+  const out: KObject = { ...(checked.pruned as KObject), apiVersion, kind: decl.kind };
+  for (const k of skipped) out[k] = patched[k];
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Whether a patch body may change top-level field `field`: every patch type (JSON patch paths, merge and
+ * strategic merge keys, in JSON or YAML) names it, unless an escape spells it; so a body with neither the
+ * name nor a backslash cannot.
+ */
+function canReach(body: Buffer, field: string): boolean {
+  return body.includes(field) || body.includes(0x5c);
 }

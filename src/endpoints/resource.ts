@@ -131,7 +131,7 @@ export async function serveResource(req: ApiRequest, res: ApiResponse, info: Req
           info.name,
           (current) => {
             if (!current) throw apiErrors.notFound(store.gr, info.name);
-            return applyPatch(type, current, body, decl, deps.registry.definitions, directive, warnings);
+            return applyPatch(type, current, body, decl, deps.registry.definitions, directive, warnings, keptBy(decl, info.subresource));
           },
           { subresource: info.subresource },
           warnings,
@@ -332,6 +332,11 @@ function notAcceptable(accept: string | undefined): StatusError {
 }
 
 /** The router's 415 for a PATCH whose Content-Type no patch route consumes. */
+/** The top-level fields a write through `subresource` takes from the stored object (SubresourceStrategy.keeps). */
+function keptBy(decl: KindDecl, subresource: string): readonly string[] | undefined {
+  return subresource === '' ? undefined : decl.subresources?.[subresource as 'status' | 'finalize' | 'approval']?.keeps;
+}
+
 function unsupportedPatchMediaType(): StatusError {
   const e = apiErrors.unsupportedMediaType('415: Unsupported Media Type');
   e.status.details = {};

@@ -110,6 +110,12 @@ export interface SubresourceStrategy {
   prepareForUpdate(obj: KObject, old: KObject, ctx: StrategyContext): void;
   validateUpdate(obj: KObject, old: KObject, ctx: StrategyContext): FieldError[];
   warningsOnUpdate?(obj: KObject, old: KObject, ctx: StrategyContext): string[];
+  /**
+   * Top-level fields prepareForUpdate takes from the stored object whatever the request sent (pods/status:
+   * spec). A PATCH that cannot reach one of them leaves the stored value there, already decoded: it is not
+   * checked again (patching.ts).
+   */
+  keeps?: readonly string[];
 }
 
 export interface TableColumn {

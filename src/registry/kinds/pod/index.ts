@@ -129,6 +129,7 @@ const statusStrategy: SubresourceStrategy = {
   validateUpdate(obj: KObject, old: KObject): FieldError[] {
     return validatePodStatusUpdate(obj, old);
   },
+  keeps: ['spec'],
 };
 
 export const podKind: KindDecl = {
