@@ -169,11 +169,17 @@ export function encodeWithResourceVersion(stored: Uint8Array, resourceVersion: s
   }
   if (at < 0) return null;
   const close = at >>> 1;
-  const insert = Buffer.from(`${at & 1 ? '' : ','}"resourceVersion":${JSON.stringify(resourceVersion)}`);
-  const out = Buffer.allocUnsafe(b.length + insert.length + 1);
-  out.set(b.subarray(0, close), 0);
-  out.set(insert, close);
-  out.set(b.subarray(close), close + insert.length);
+  const insert = `${at & 1 ? '' : ','}"resourceVersion":${JSON.stringify(resourceVersion)}`;
+  const n = Buffer.byteLength(insert);
+  const out = Buffer.allocUnsafe(b.length + n + 1);
+  if (Buffer.isBuffer(b)) {
+    b.copy(out, 0, 0, close);
+    b.copy(out, close + n, close);
+  } else {
+    out.set(b.subarray(0, close), 0);
+    out.set(b.subarray(close), close + n);
+  }
+  out.write(insert, close, 'utf8');
   out[out.length - 1] = 0x0a;
   return out;
 }
