@@ -93,6 +93,13 @@ void describe('container garbage collection', () => {
     assert.equal(r.containers.length, 4);
   });
 
+  void it('deleteAllUnused (disk pressure): every dead container old enough, whatever the caps', async () => {
+    const list = [container('a1', 'p', 'a', 1), container('a2', 'p', 'a', 2), container('b1', 'p', 'b', 3, 'CONTAINER_RUNNING'), container('young', 'p', 'c', 999)];
+    const gc = new ContainerGC({ runtime: fakeRuntime(list), policy: policy({ minAgeMs: 10_000, maxPerPodContainer: 5 }), podExists: () => true, allSourcesReady: () => true, now: () => T0 + 1000_000 });
+    assert.deepEqual((await gc.deleteAllUnused()).containers.sort(), ['a1', 'a2']);
+    assert.deepEqual(list.map((c) => c.id), ['b1', 'young']);
+  });
+
   void it('removes everything dead of pods the agent no longer holds, once the sources are ready', async () => {
     const list = [container('a1', 'gone', 'a', 1), container('a2', 'gone', 'a', 2), container('k1', 'kept', 'k', 1)];
     const exists = (uid: string): boolean => uid === 'kept';
@@ -170,6 +177,20 @@ void describe('image garbage collection', () => {
     const more = await s.gc.freeSpace(1000);
     assert.equal(more, 100, 'then old-used; never in-use, pinned or young');
     assert.deepEqual(s.removed, ['never-used', 'old-used']);
+  });
+
+  void it('deleteUnused (disk pressure): every unused, unpinned image first seen at least the minimum age ago, whatever the thresholds', async () => {
+    const images = [img('old', 100), img('in-use', 100), img('pinned', 100, true)];
+    const containers = [container('c1', 'p', 'a', 1, 'CONTAINER_RUNNING', 'sb', 'in-use:1')];
+    const s = setup(images, containers, { capacity: 1000, available: 999 }, { minAgeMs: 20_000 });
+    await s.gc.detect();
+    images.push(img('young', 100));
+    s.advance(1000);
+    assert.deepEqual((await s.gc.deleteUnused()).removed, ['old'], 'young was first seen just now');
+    s.advance(19_000);
+    assert.deepEqual((await s.gc.deleteUnused()).removed, [], 'young is 19 s old');
+    s.advance(1000);
+    assert.deepEqual((await s.gc.deleteUnused()).removed, ['young']);
   });
 
   void it('warns with FreeDiskSpaceFailed when it cannot free enough; 100 disables collection', async () => {

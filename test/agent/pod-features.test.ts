@@ -120,6 +120,28 @@ void describe('eviction manager', () => {
     assert.equal(d.conditions.size, 0);
   });
 
+  void it('reclaims node-level resources before evicting for a disk signal, and evicts only when that is not enough', async () => {
+    const disk = (available: number): Observations => ({ 'imagefs.available': { available, capacity: 100 * Gi } });
+    let after = disk(20 * Gi);
+    const reclaimed: string[] = [];
+    const m = new EvictionManager({
+      thresholds: parseThresholds({ 'imagefs.available': '10Gi' }, {}, {}, {}, parseDuration),
+      pressureTransitionPeriodMs: 0,
+      maxPodGracePeriodSeconds: 0,
+      reclaimNodeLevel: async (signal, resource) => {
+        reclaimed.push(`${signal} ${resource}`);
+        return after;
+      },
+    });
+    const victims: PodUsage[] = [{ pod: pod('a'), disk: 1 }];
+    const freed = await m.synchronize(disk(5 * Gi), async () => victims);
+    assert.deepEqual(reclaimed, ['imagefs.available ephemeral-storage']);
+    assert.equal(freed.evict, undefined, 'reclaiming brought the signal back above the threshold');
+    assert.ok(freed.conditions.has('DiskPressure'));
+    after = disk(6 * Gi);
+    assert.equal((await m.synchronize(disk(5 * Gi), async () => victims)).evict?.pod.metadata.name, 'a', 'not enough: a pod goes');
+  });
+
   void it('ranks pods as kubelet does and never picks critical pods', async () => {
     const hard = new EvictionManager({ thresholds: parseThresholds({ 'memory.available': '100Ti' }, {}, {}, {}, parseDuration), pressureTransitionPeriodMs: 0, maxPodGracePeriodSeconds: 0 });
     const critical = [{ pod: pod('static', {}, { annotations: { 'kubernetes.io/config.source': 'file' } }) }, { pod: pod('system', { priority: 2_000_000_000 }) }];
