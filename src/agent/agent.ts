@@ -301,8 +301,9 @@ export class Agent implements ServerHost {
       ...(config.mounterPath !== undefined ? { mounterPath: config.mounterPath } : {}),
       log: (l, m) => this.log(l, m),
       ...(config.logger ? { logger: config.logger } : {}),
-      // the syncer keeps one dead instance per container; a policy keeping more (or all) needs it to leave them
-      leaveDeadInstancesToGC: ![0, 1].includes(config.gc?.containers?.maxPerPodContainer ?? 1),
+      // the syncer keeps one dead instance per container; a policy keeping more needs it to leave them (kubelet's
+      // container deletor keeps max(--maximum-dead-containers-per-container, 1): -1 keeps one as well)
+      leaveDeadInstancesToGC: (config.gc?.containers?.maxPerPodContainer ?? 1) > 1,
       ...(config.cgroups ? { beforeSandbox: (pod: Pod) => config.cgroups!.ensurePod(pod) } : {}),
     });
     this.workers = new PodWorkers(this.syncer, {
