@@ -27,9 +27,21 @@ export async function main(argv: string[]): Promise<void> {
     logger = loggerFrom(options);
     logFlags(logger, options);
     const cp = await createControlPlane(options, { logger });
-    await cp.start();
+    // The server listens before its post-start hooks have run: a signal then stops it as it would later (the
+    // stop exits the process), and what the stop makes the hooks fail with is not an error of the start.
+    let stopping = false;
+    stopOnSignals(PROGRAM, () => {
+      stopping = true;
+      return cp.stop();
+    });
+    try {
+      await cp.start();
+    } catch (err) {
+      if (stopping) return;
+      throw err;
+    }
+    if (stopping) return;
     process.stderr.write(`${PROGRAM}: serving on ${cp.server.url}\n`);
-    stopOnSignals(PROGRAM, () => cp.stop());
   } catch (err) {
     logger?.flush(); // what was logged before the failure goes out before the process exits
     fail(PROGRAM, err);

@@ -11,11 +11,12 @@
  * - --livez-grace-period: while a post-start hook has not finished, /livez reports it ok until the grace period
  *   has passed, then fails on it; /readyz fails on it throughout. The hook is held from outside as it would be in
  *   Kubernetes: the RBAC bootstrap recreates a deleted bootstrap ClusterRole at start, and that create goes
- *   through a validating webhook the test runs and answers only when released.
+ *   through a validating webhook the test runs and answers only when released. A SIGTERM meanwhile stops the
+ *   server as at any other time.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -216,6 +217,17 @@ void describe('--enable-priority-and-fairness=false on the binary', () => {
   });
 });
 
+/** The pid of the bin/orch-apiserver process (node itself) whose command line has `arg`. */
+async function listeningPid(arg: string): Promise<number> {
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    const argv = cmdline.split('\0');
+    if (argv.includes(arg) && argv.some((a) => a.endsWith('bin/orch-apiserver'))) return Number(entry);
+  }
+  throw new Error(`no orch-apiserver process with ${arg}`);
+}
+
 /** A validating webhook answering only while not holding; held reviews are answered on release. */
 async function holdingWebhook(): Promise<{ server: HttpsServer; ca: string; held: () => number; hold: boolean; calls: number; release(): void; close(): Promise<void> }> {
   const ca = await makeCA('grace-hook-ca');
@@ -306,9 +318,9 @@ void describe('--livez-grace-period on the binary', () => {
     const port = await freePort();
     pending = startBin(['--livez-grace-period=10s', `--secure-port=${port}`], { dataDir, certDir });
     const ca = await readFile(join(certDir, 'apiserver.crt'), 'utf8');
-    const get = (path: string) =>
+    const call = (to: number, path: string, method = 'GET') =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = httpsRequest(`https://127.0.0.1:${port}${path}`, { ca, agent: false, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }, (res) => {
+        const req = httpsRequest(`https://127.0.0.1:${to}${path}`, { method, ca, agent: false, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }, (res) => {
           let body = '';
           res.setEncoding('utf8');
           res.on('data', (d: string) => (body += d));
@@ -317,6 +329,7 @@ void describe('--livez-grace-period on the binary', () => {
         req.on('error', reject);
         req.end();
       });
+    const get = (path: string) => call(port, path);
     await eventually('the server listening, its RBAC bootstrap held at the webhook', async () => (await get('/livez').catch(() => undefined)) !== undefined && hook.held() > 0, { timeoutMs: 30_000 });
 
     // During the grace period: /livez passes, reporting the unfinished hook ok; /readyz and /healthz fail on it.
@@ -353,5 +366,25 @@ void describe('--livez-grace-period on the binary', () => {
     await eventually('/readyz passing', async () => (await get('/readyz')).status === 200, { timeoutMs: 20_000 });
     assert.deepEqual(await get('/livez'), { status: 200, body: 'ok' });
     assert.equal((await get('/apis/rbac.authorization.k8s.io/v1/clusterroles/system:public-info-viewer')).status, 200);
+
+    // A SIGTERM while a hook is held stops the server as at any other time.
+    assert.equal((await call(port, '/apis/rbac.authorization.k8s.io/v1/clusterroles/system:public-info-viewer', 'DELETE')).status, 200);
+    await s.stop();
+    servers.pop();
+    hook.hold = true;
+    const port3 = await freePort();
+    const third = startBin([`--secure-port=${port3}`], { dataDir, certDir });
+    pending = third;
+    await eventually('the third start held at the webhook', async () => (await call(port3, '/livez').catch(() => undefined)) !== undefined && hook.held() > 0, { timeoutMs: 30_000 });
+    const pid = await listeningPid(`--secure-port=${port3}`);
+    process.kill(pid, 'SIGTERM');
+    const refused = await third.then(
+      () => assert.fail('the server finished starting after SIGTERM'),
+      (err: Error) => err.message,
+    );
+    pending = undefined;
+    assert.match(refused, /orch-apiserver: SIGTERM received, shutting down$/m);
+    assert.deepEqual(refused.split('\n').filter((l) => l.startsWith('orch-apiserver: ') && !l.includes('SIGTERM received')), [], 'no start error reported');
+    hook.release();
   });
 });
