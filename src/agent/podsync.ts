@@ -633,9 +633,10 @@ export class PodSyncer implements PodLifecycle {
     if (images) {
       config.resources = containerResources(pod, c, this.o.podConfig ?? {});
       if (c.tty === true) config.tty = true;
-      if (c.stdin === true) config.stdin = true;
-      if (c.stdinOnce === true) config.stdinOnce = true;
     }
+    // Both runtimes keep a container's stdin open for attach when it asks for one.
+    if (c.stdin === true) config.stdin = true;
+    if (c.stdinOnce === true) config.stdinOnce = true;
     // kubelet's PreCreateContainer: the CPU and memory managers' cpusets (both runtimes)
     const cpusets = this.o.resourceManagers?.containerCpusets(pod, c) ?? {};
     if (Object.keys(cpusets).length > 0) config.resources = { ...(config.resources ?? {}), ...cpusets };

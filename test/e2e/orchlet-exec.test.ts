@@ -141,6 +141,23 @@ void describe('kubectl exec and attach on the process runtime', () => {
     });
   }
 
+  // A container with stdin (kubectl run -i sets stdin and stdinOnce) reads what attach -i sends; under
+  // stdinOnce the end of that session's stdin closes the container's, so the second read sees EOF.
+  for (const version of ['1.27', '1.33'].filter((v) => kubectlPath(v) !== null)) {
+    void it(`kubectl ${version} attach -i feeds a stdin container, and stdinOnce closes its stdin after`, async () => {
+      const name = `reader-${version.replace('.', '-')}`;
+      const obj = pod(name, ['sh', '-c', 'read x; echo "got $x"; read y; echo "second [$y]"'], { restartPolicy: 'Never' });
+      Object.assign(obj['spec'].containers[0], { stdin: true, stdinOnce: true });
+      await create(obj);
+      await waitRunning(name);
+      const r = await c.kubectl(['attach', '-i', name], { version, input: 'abc\n' });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /got abc\nsecond \[\]\n/);
+      const logs = await c.kubectl(['logs', name]);
+      assert.equal(logs.stdout, 'got abc\nsecond []\n');
+    });
+  }
+
   void it('kubectl 1.27 exec -i over SPDY: large input and output pass the flow-control windows', async (t) => {
     if (kubectlPath('1.27') === null) return t.skip('kubectl 1.27 is not installed');
     const input = 'y'.repeat(300_000) + '\n';

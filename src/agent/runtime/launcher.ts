@@ -27,6 +27,8 @@ export interface LaunchSpec {
   /** Working directory; '/' when the container sets none. */
   cwd: string;
   identity: ProcessIdentity;
+  /** Give the process a pipe for stdin (spec.containers[].stdin) instead of /dev/null (spawner only). */
+  stdin?: boolean;
 }
 
 export type ContainerProcess = ChildProcessByStdio<null, Readable, Readable>;

@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { constants as osConstants } from 'node:os';
-import { PassThrough, type Duplex, type Readable } from 'node:stream';
+import { PassThrough, Writable, type Duplex, type Readable } from 'node:stream';
 import { DEFAULT_PATH, signalGroup, spawnPlan, type SpawnPlan } from './launcher.js';
 import { RuntimeError, type AttachSession, type ExecSession, type StreamOptions } from './runtime.js';
 
@@ -86,7 +86,7 @@ export function startExecSession(spec: SessionProcessSpec, o: StreamOptions): Pr
 }
 
 /** Joins a running container's outputs; `exited` resolves with its exit code once it has exited. */
-export function attachToOutputs(outputs: { stdout: Readable; stderr: Readable }, exited: Promise<number>, o: StreamOptions): AttachSession {
+export function attachToOutputs(outputs: { stdout: Readable; stderr: Readable; stdin?: Writable | null; stdinOnce?: boolean }, exited: Promise<number>, o: StreamOptions): AttachSession {
   const stdout = new PassThrough();
   const stderr = o.tty ? stdout : new PassThrough();
   const onOut = (c: Buffer): void => void stdout.write(c);
@@ -103,12 +103,30 @@ export function attachToOutputs(outputs: { stdout: Readable; stderr: Readable },
     if (stderr !== stdout) stderr.end();
   };
   void exited.then(end);
+  // The session's stdin feeds the container's; its end closes the container's stdin only under stdinOnce.
+  const target = outputs.stdin;
+  const stdin = target
+    ? new Writable({
+        write(chunk: Buffer, _enc, done) {
+          if (!ended && target.writable) target.write(chunk);
+          done();
+        },
+        final(done) {
+          if (outputs.stdinOnce === true && target.writable) target.end();
+          done();
+        },
+      })
+    : null;
   return {
-    stdin: null,
+    stdin,
     stdout: o.stdout || o.tty ? stdout : null,
     stderr: o.stderr && !o.tty ? stderr : null,
     exited,
-    detach: end,
+    detach: () => {
+      end();
+      // A client that goes away ends a stdinOnce container's stdin as well.
+      if (stdin && outputs.stdinOnce === true && target?.writable) target.end();
+    },
   };
 }
 

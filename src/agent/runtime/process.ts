@@ -175,6 +175,7 @@ export class ProcessRuntime implements Runtime {
         env: this.envOf(rec),
         cwd: config.workingDir ?? '/',
         identity: rec.identity,
+        ...(config.stdin === true ? { stdin: true } : {}),
       });
     } catch (err) {
       await log.close();
@@ -363,7 +364,10 @@ export class ProcessRuntime implements Runtime {
     const rec = this.runningRecord(id);
     const child = rec.child!;
     const exited = rec.exited!.then(() => rec.status.exitCode ?? 0);
-    return attachToOutputs({ stdout: child.stdout, stderr: child.stderr }, exited, options);
+    // The container's stdin (spec stdin: true) for a session that asks for it; with stdinOnce the end of
+    // the first session's stdin closes the container's, as containerd does.
+    const stdin = options.stdin && child.stdin ? child.stdin : null;
+    return attachToOutputs({ stdout: child.stdout, stderr: child.stderr, stdin, stdinOnce: rec.config.stdinOnce === true }, exited, options);
   }
 
   async portForwardDial(podSandboxId: string, port: number): Promise<Duplex> {

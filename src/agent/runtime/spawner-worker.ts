@@ -4,14 +4,14 @@
 // thread itself (process.kill on the process group), so they need no message.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { parentPort } from 'node:worker_threads';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { spawnPlan } from './launcher.js';
 import type { SpawnerReply, SpawnerRequest } from './spawner.js';
 
 const port = parentPort;
 if (port === null) throw new Error('spawner-worker.js runs only as a worker thread');
 
-const children = new Map<number, ChildProcessByStdio<null, Readable, Readable>>();
+const children = new Map<number, ChildProcessByStdio<Writable | null, Readable, Readable>>();
 const post = (m: SpawnerReply): void => port.postMessage(m);
 
 /** Sends a chunk of output as an exact-size copy whose memory moves to the main thread (no second copy). */
@@ -29,7 +29,7 @@ function errorReply(id: number, err: unknown): SpawnerReply {
 
 function start(m: Extract<SpawnerRequest, { t: 'spawn' }>): void {
   const { id } = m;
-  let child: ChildProcessByStdio<null, Readable, Readable>;
+  let child: ChildProcessByStdio<Writable | null, Readable, Readable>;
   try {
     const plan = spawnPlan(m.argv, m.identity, m.env, m.cwd);
     child = spawn(plan.file, plan.args, {
@@ -38,8 +38,10 @@ function start(m: Extract<SpawnerRequest, { t: 'spawn' }>): void {
       ...(plan.uid !== undefined ? { uid: plan.uid } : {}),
       ...(plan.gid !== undefined ? { gid: plan.gid } : {}),
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+      stdio: [m.stdin === true ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
+    // A process that exits or closes its stdin while data is on its way: the write fails, nothing else.
+    child.stdin?.on('error', () => undefined);
   } catch (err) {
     post(errorReply(id, err));
     return;
@@ -67,6 +69,8 @@ function start(m: Extract<SpawnerRequest, { t: 'spawn' }>): void {
 
 port.on('message', (m: SpawnerRequest) => {
   if (m.t === 'spawn') start(m);
+  else if (m.t === 'stdin') children.get(m.id)?.stdin?.write(m.chunk);
+  else if (m.t === 'stdinEnd') children.get(m.id)?.stdin?.end();
   else if (m.t === 'destroy') {
     const child = children.get(m.id);
     child?.stdout.destroy();

@@ -2,7 +2,8 @@
 // for the child's exec before it returns (milliseconds per process on a busy host, during which
 // the event loop stands still); the spawner hands that to one worker thread (spawner-worker.ts),
 // which spawns exactly as launcher.ts's launch() would (same plan: uid/gid or setpriv, new process
-// group, the container's environment, stdin closed) and relays the child's stdout/stderr chunks,
+// group, the container's environment, stdin closed unless the container asks for it: then a pipe fed
+// by 'stdin' messages) and relays the child's stdout/stderr chunks,
 // exit and close back as messages. The main thread sees a RemoteProcess shaped like the parts of
 // a ChildProcess the runtime uses: pid, stdout and stderr as Readables, 'exit' and 'close'.
 // Signals need no relay: the caller sends them to the process group by pid (signalGroup).
@@ -19,13 +20,15 @@
 // Each runtime owns its spawner (no process-wide state).
 import { EventEmitter } from 'node:events';
 import { availableParallelism } from 'node:os';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import { DEFAULT_PATH, type LaunchSpec } from './launcher.js';
 import type { ProcessIdentity } from './identity.js';
 
 export type SpawnerRequest =
-  | { t: 'spawn'; id: number; argv: string[]; env: Record<string, string>; cwd: string; identity: ProcessIdentity }
+  | { t: 'spawn'; id: number; argv: string[]; env: Record<string, string>; cwd: string; identity: ProcessIdentity; stdin?: boolean }
+  | { t: 'stdin'; id: number; chunk: Uint8Array }
+  | { t: 'stdinEnd'; id: number }
   | { t: 'destroy'; id: number };
 
 export type SpawnerReply =
@@ -38,9 +41,12 @@ export type SpawnerReply =
 export class RemoteProcess extends EventEmitter {
   readonly stdout: Readable;
   readonly stderr: Readable;
+  /** The process's stdin when it was started with one (LaunchSpec.stdin): writes go to its pipe, end() closes it. */
+  readonly stdin: Writable | null;
   constructor(
     readonly pid: number,
     onDestroy: () => void,
+    stdin?: { write: (chunk: Buffer) => void; end: () => void },
   ) {
     super();
     let destroyed = false;
@@ -57,6 +63,18 @@ export class RemoteProcess extends EventEmitter {
       });
     this.stdout = stream();
     this.stderr = stream();
+    this.stdin = stdin
+      ? new Writable({
+          write(chunk: Buffer, _enc, done) {
+            stdin.write(chunk);
+            done();
+          },
+          final(done) {
+            stdin.end();
+            done();
+          },
+        })
+      : null;
   }
 }
 
@@ -66,6 +84,8 @@ interface Pending {
   /** The pool slot of the worker that runs this process. */
   slot: number;
   proc?: RemoteProcess;
+  /** The process gets a stdin pipe (LaunchSpec.stdin). */
+  stdin?: boolean;
 }
 
 /** Workers in the pool: two (spawns overlap even on one core: most of a spawn is waiting), one per core up to four. */
@@ -93,8 +113,8 @@ export class Spawner {
     const env = { PATH: DEFAULT_PATH, ...spec.env };
     this.starting[slot]!++;
     return new Promise((resolve, reject) => {
-      this.entries.set(id, { resolve, reject, slot });
-      const msg: SpawnerRequest = { t: 'spawn', id, argv: spec.argv, env, cwd: spec.cwd, identity: spec.identity };
+      this.entries.set(id, { resolve, reject, slot, stdin: spec.stdin === true });
+      const msg: SpawnerRequest = { t: 'spawn', id, argv: spec.argv, env, cwd: spec.cwd, identity: spec.identity, ...(spec.stdin === true ? { stdin: true } : {}) };
       worker.postMessage(msg);
     });
   }
@@ -140,7 +160,17 @@ export class Spawner {
       case 'spawned': {
         this.starting[slot] = Math.max(0, this.starting[slot]! - 1);
         const id = m.id;
-        e.proc = new RemoteProcess(m.pid, () => this.workers[slot]?.postMessage({ t: 'destroy', id } satisfies SpawnerRequest));
+        const post = (r: SpawnerRequest, transfer?: ArrayBuffer[]): void => this.workers[slot]?.postMessage(r, transfer);
+        const stdin = e.stdin
+          ? {
+              write: (chunk: Buffer) => {
+                const copy = new Uint8Array(chunk);
+                post({ t: 'stdin', id, chunk: copy }, [copy.buffer]);
+              },
+              end: () => post({ t: 'stdinEnd', id }),
+            }
+          : undefined;
+        e.proc = new RemoteProcess(m.pid, () => post({ t: 'destroy', id }), stdin);
         e.resolve(e.proc);
         return;
       }
