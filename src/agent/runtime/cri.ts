@@ -126,6 +126,8 @@ export class CriRuntime implements Runtime {
   private readonly logPaths = new Map<string, string>();
   /** Sandboxes this agent stopped (a stopped sandbox never runs again): their removal needs no status first. */
   private readonly stoppedSandboxes = new Set<string>();
+  /** The host's cgroup hierarchies, read from mountinfo once (it grows by a few mounts with every pod). */
+  private cgroupHierarchies: Promise<string[]> | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   /** Cancels the GetContainerEvents stream, while one is open. */
   private cancelEvents: (() => void) | undefined;
@@ -279,7 +281,9 @@ export class CriRuntime implements Runtime {
 
   /** Removes a pod-level cgroup directory the runtime's containers left (empty once they are removed). */
   private async removeCgroup(parent: string): Promise<void> {
-    for (const mount of await cgroupMounts()) await rmdir(join(mount, parent)).catch(() => undefined);
+    const mounts = await (this.cgroupHierarchies ??= cgroupMounts());
+    if (mounts.length === 0) this.cgroupHierarchies = undefined; // not read (yet): asked again next time
+    for (const mount of mounts) await rmdir(join(mount, parent)).catch(() => undefined);
   }
 
   async podSandboxStatus(id: string): Promise<PodSandbox> {
