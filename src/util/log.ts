@@ -22,7 +22,7 @@ export interface LoggerOptions {
   format?: LogFormat;
   /** --log-flush-frequency in ms; default 5000. */
   flushFrequencyMs?: number;
-  /** --experimental-logging-sanitization: values of sensitive keys are replaced by a notice. */
+  /** --experimental-logging-sanitization: a call with a value of a sensitive type is replaced by a notice. */
   sanitization?: boolean;
   /** Receives the formatted text (whole lines); default: standard error, buffered. */
   sink?: (text: string) => void;
@@ -234,37 +234,102 @@ export interface Logger {
   stop(): void;
 }
 
-/** What klog prints in place of a sanitized value (component-base/logs/sanitization). */
-export const DATAPOLICY_MESSAGE = (key: string, types: string[]) => `Key ${key} contains [${types.join(' ')}] data`;
-
-const SENSITIVE_KEYS: [RegExp, string][] = [
-  [/pass(word|wd)?$/i, 'password'],
-  [/token$/i, 'token'],
-  [/(secret|private[-_]?key|client[-_]?key|key[-_]?data|cert[-_]?key)$/i, 'security-key'],
-];
+/**
+ * --experimental-logging-sanitization, as component-base 1.23's sanitization filter over datapol: when any
+ * argument of a log call holds data of a sensitive type, the whole message is replaced by a fixed one naming the
+ * argument and its types; nothing else of the call is written. Only types count (Go's datapolicy struct tags and
+ * the types datapol knows, such as http.Header), never plain strings nor key names: here, values marked with
+ * datapolicyValue. Unstructured calls (klog's Filter and FilterF) have no counterpart here: our formatted lines
+ * reach the logger as finished strings, which datapol never holds sensitive, so they are written as they are.
+ */
+export const REDACTED_MESSAGE = 'Log message has been redacted.';
 
 /** The symbol under which a value names its data policies (datapolicyValue). */
 const DATAPOLICY: unique symbol = Symbol('datapolicy');
 
 /**
- * Marks `value` as a type datapol knows as sensitive whatever its keys, e.g. Go's http.Header (password, token),
- * http.Cookie (token) or x509.Certificate (security-key) in GlobalDatapolicyMapping: with sanitization a log
- * value so marked is replaced by the notice. The mark is a non-enumerable symbol: the value shows as before.
+ * Marks `value` as a type datapol knows as sensitive, e.g. Go's http.Header (['password', 'token']),
+ * http.Cookie (['token']) or x509.Certificate (['security-key']), or a struct with a datapolicy tag: with
+ * sanitization a log call with such a value among its arguments (itself or inside an array, map or object) is
+ * redacted, unless the value is empty (as datapol skips zero values). The mark is a non-enumerable symbol: the
+ * value shows as before.
  */
 export function datapolicyValue<T extends object>(value: T, types: readonly string[]): T {
-  Object.defineProperty(value, DATAPOLICY, { value: [...types], enumerable: false });
+  Object.defineProperty(value, DATAPOLICY, { value: [...types], enumerable: false, configurable: true });
   return value;
 }
 
-/** The data policies a key or the fields of an object value fall under (our stand-in for datapolicy tags). */
-function datapolicies(key: string, value: unknown, depth = 0): string[] {
-  const found = new Set<string>();
-  for (const [re, type] of SENSITIVE_KEYS) if (re.test(key)) found.add(type);
-  if (value !== null && typeof value === 'object') for (const t of (value as { [DATAPOLICY]?: string[] })[DATAPOLICY] ?? []) found.add(t);
-  if (depth < 3 && value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) for (const t of datapolicies(k, v, depth + 1)) found.add(t);
+/** A list of strings that klog's text format prints as Go's %+v does ('[password token]'), JSON as an array. */
+class GoStringList {
+  constructor(readonly items: readonly string[]) {}
+  toJSON(): readonly string[] {
+    return this.items;
   }
-  return [...found].sort();
+}
+
+/** Go's reflect IsZero/Len for a marked value: an empty array, map, set or object is not sensitive data. */
+function isEmpty(v: object): boolean {
+  if (Array.isArray(v)) return v.length === 0;
+  if (v instanceof Map || v instanceof Set) return v.size === 0;
+  const proto = Object.getPrototypeOf(v) as unknown;
+  return (proto === Object.prototype || proto === null) && Object.keys(v).length === 0;
+}
+
+/**
+ * datapol.Verify: the sensitive types `value` holds, the first found walking it depth first (the value's own
+ * mark, then array elements, map keys and values, object fields in order), or [] when none.
+ */
+function datapolTypes(value: unknown, seen = new Set<object>()): readonly string[] {
+  if (value === null || typeof value !== 'object' || seen.has(value)) return [];
+  seen.add(value);
+  const marked = (value as { [DATAPOLICY]?: string[] })[DATAPOLICY];
+  if (marked && marked.length > 0 && !isEmpty(value)) return marked;
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return [];
+  if (Array.isArray(value) || value instanceof Set) {
+    for (const x of value) {
+      const t = datapolTypes(x, seen);
+      if (t.length > 0) return t;
+    }
+    return [];
+  }
+  if (value instanceof Map) {
+    for (const [k, x] of value) {
+      const t = datapolTypes(k, seen);
+      if (t.length > 0) return t;
+      const u = datapolTypes(x, seen);
+      if (u.length > 0) return u;
+    }
+    return [];
+  }
+  for (const x of Object.values(value)) {
+    const t = datapolTypes(x, seen);
+    if (t.length > 0) return t;
+  }
+  return [];
+}
+
+/** Verify that never throws (a getter that throws counts as nothing found, as datapol recovers its panics). */
+function verify(value: unknown): readonly string[] {
+  try {
+    return datapolTypes(value);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The sanitization filter of a structured call (klog's FilterS): at the first sensitive argument, keys
+ * included, the message becomes REDACTED_MESSAGE with `key` (the argument's key) or `key_index` (where a key
+ * itself is sensitive) and `types`.
+ */
+function sanitizeStructured(message: string, keysAndValues: unknown[]): { message: string; keysAndValues: unknown[] } {
+  for (let i = 0; i < keysAndValues.length; i++) {
+    const types = verify(keysAndValues[i]);
+    if (types.length === 0) continue;
+    const kv = i % 2 === 0 ? ['key_index', i, 'types', new GoStringList(types)] : ['key', keysAndValues[i - 1], 'types', new GoStringList(types)];
+    return { message: REDACTED_MESSAGE, keysAndValues: kv };
+  }
+  return { message, keysAndValues };
 }
 
 interface VmoduleRule {
@@ -316,6 +381,7 @@ function klogHeader(severity: string, nowMs: number, pid: number, site: string):
 function textValue(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);
   if (v instanceof Error) return JSON.stringify(v.message);
+  if (v instanceof GoStringList) return `[${v.items.join(' ')}]`;
   if (typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined) return String(v);
   try {
     return JSON.stringify(v) ?? '""';
@@ -400,15 +466,17 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     fileTimer.unref();
   }
 
-  const cleanKV = (kv: unknown[]): unknown[] => {
-    if (!sanitize) return kv;
-    const copy = kv.slice();
-    for (let i = 0; i + 1 < copy.length; i += 2) {
-      const key = String(copy[i]);
-      const types = datapolicies(key, copy[i + 1]);
-      if (types.length > 0) copy[i + 1] = DATAPOLICY_MESSAGE(key, types);
+  /**
+   * The sanitization filter over a call's message and pairs. An error's leading 'err' pair is klog ErrorS's
+   * err argument, outside the filter: it stays, and the pairs' indexes count from after it.
+   */
+  const filtered = (severity: 'I' | 'W' | 'E', message: string, kv: unknown[]): { message: string; keysAndValues: unknown[] } => {
+    if (!sanitize || kv.length === 0) return { message, keysAndValues: kv };
+    if (severity === 'E' && kv[0] === 'err' && kv.length >= 2) {
+      const rest = sanitizeStructured(message, kv.slice(2));
+      return { message: rest.message, keysAndValues: [kv[0], kv[1], ...rest.keysAndValues] };
     }
-    return copy;
+    return sanitizeStructured(message, kv);
   };
 
   const route = (severity: 'I' | 'W' | 'E', text: string) => {
@@ -426,8 +494,8 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     files.write(sev, text);
   };
 
-  const emit = (severity: 'I' | 'W' | 'E', level: number, message: string, kv: unknown[], site: { path: string; file: string; line: string }) => {
-    const pairs = cleanKV(kv);
+  const emit = (severity: 'I' | 'W' | 'E', level: number, logged: string, kv: unknown[], site: { path: string; file: string; line: string }) => {
+    const { message, keysAndValues: pairs } = filtered(severity, logged, kv);
     const shown = opts.addDirHeader ? `${basename(dirname(site.path))}/${site.file}` : site.file;
     let text: string;
     if (format === 'json') {

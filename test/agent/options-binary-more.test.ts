@@ -1,12 +1,13 @@
 /**
  * More node-agent options of document 3 on the real bin/orchlet (process runtime, API-server mode) against the
- * real bin/orch-apiserver, each effect checked from outside and never by timing (issue 10). Two agents share
+ * real bin/orch-apiserver, each effect checked from outside and never by timing (issue 10). Three agents share
  * one server start:
  *   - "slow": --kube-api-qps=1 --kube-api-burst=1 (the upstream spellings), --event-qps=1 --event-burst=1,
  *     --sync-frequency=1h, the dockershim-only options, JSON logs split by stream with a 1 MiB info buffer;
  *   - "fast": --orch-api-qps/--orch-api-burst and --event-qps/--event-burst far above need, --sync-frequency=1s,
  *     --volume-plugin-dir with a FlexVolume driver the test writes, --experimental-mounter-path with a mounter
- *     the test writes, JSON logs split by stream without a buffer.
+ *     the test writes, JSON logs split by stream without a buffer, -v=4 and --experimental-log-sanitization;
+ *   - "text": -v=4, --experimental-log-sanitization and klog's --log-file.
  * The rate limits are read from the agents' /metrics (client-go's rest_client_rate_limiter_duration_seconds):
  * a limited client's requests waited, an unlimited one's never did. The events' spam filter is seen in the
  * Events stored for a pod with many containers; the resync in a ConfigMap volume file changed behind the
@@ -201,6 +202,7 @@ void describe('orchlet options on the binary (rate limits, events, resync, logs,
         '--logging-format=json',
         '--log-json-split-stream',
         '-v=4',
+        '--experimental-log-sanitization',
       ]),
       startAgent('text', ['-v=4', '--experimental-log-sanitization', '--logtostderr=false', `--log-file=${join(dir, 'text.log')}`]),
     ]);
@@ -356,21 +358,33 @@ void describe('orchlet options on the binary (rate limits, events, resync, logs,
     assert.match(refused.stderr(), /--network-plugin=cni: the built-in runtime runs pods on the host's network and has no network plugins/);
   });
 
-  void it('--experimental-log-sanitization: the HTTP probe\'s headers (a Go http.Header, password and token data) redacted in the -v=4 line of the log file', async () => {
+  void it('--experimental-log-sanitization: the HTTP probe\'s -v=4 headers line (a Go http.Header, password and token data) becomes component-base 1.23\'s redaction message, in JSON on standard output and in text in the log file; the host line is kept', async () => {
     assert.ok(probeHeaders.includes(`Bearer ${TOKEN}`), 'the probes ran with their header');
-    // the agent without sanitization (JSON, -v=4) shows them
-    const plain = await eventually('the fast agent\'s HTTP-Probe Headers line', () =>
-      fast.stdout().split('\n').find((l) => l.includes('"msg":"HTTP-Probe Headers"')),
-    );
-    assert.deepEqual((JSON.parse(plain) as Json).headers, { Authorization: [`Bearer ${TOKEN}`] });
-    // the one with it: the value replaced, the rest of the line kept (the file is written every --log-flush-frequency, 5 s)
-    const lines = await eventually('the text agent\'s HTTP-Probe lines in its --log-file', async () => {
-      const l = (await readFile(join(dir, 'text.log'), 'utf8').catch(() => '')).split('\n').filter((x) => x.includes('"HTTP-Probe'));
-      return l.some((x) => x.includes('"HTTP-Probe Headers"')) ? l : undefined;
+    // JSON: the whole message replaced, the key and the types given instead
+    const fastLines = await eventually('the fast agent\'s redacted HTTP-Probe Headers line', () => {
+      const lines = fast
+        .stdout()
+        .split('\n')
+        .filter((l) => l.startsWith('{') && l.endsWith('}'))
+        .map((l) => JSON.parse(l) as Json);
+      return lines.some((e) => e.msg === 'Log message has been redacted.') && lines.some((e) => e.msg === 'HTTP-Probe Host') ? lines : undefined;
+    });
+    const redacted = fastLines.find((e) => e.msg === 'Log message has been redacted.')!;
+    assert.deepEqual(Object.keys(redacted), ['ts', 'caller', 'msg', 'v', 'key', 'types']);
+    assert.match(redacted.caller as string, /^probes\.[jt]s:\d+$/);
+    assert.deepEqual({ ...redacted, ts: 0, caller: '' }, { ts: 0, caller: '', msg: 'Log message has been redacted.', v: 4, key: 'headers', types: ['password', 'token'] });
+    const host = fastLines.find((e) => e.msg === 'HTTP-Probe Host' && e.path === '/ready')!;
+    assert.deepEqual([host.scheme, host.host, host.v], ['http', '127.0.0.1', 4]);
+    assert.ok(!fastLines.some((e) => e.msg === 'HTTP-Probe Headers'));
+    assert.ok(!fast.stdout().includes(TOKEN), 'the token is nowhere on the fast agent\'s standard output');
+    // text, in the --log-file (written every --log-flush-frequency, 5 s)
+    const lines = await eventually('the text agent\'s HTTP-Probe Host and redacted lines in its --log-file', async () => {
+      const l = (await readFile(join(dir, 'text.log'), 'utf8').catch(() => '')).split('\n').filter((x) => x.includes('"HTTP-Probe') || x.includes('redacted'));
+      return l.some((x) => x.includes('redacted')) && l.some((x) => x.includes('"HTTP-Probe Host"')) ? l : undefined;
     }, { timeoutMs: 20_000, intervalMs: 500 });
-    const headers = lines.find((l) => l.includes('"HTTP-Probe Headers"'))!;
-    assert.match(headers, /^I\d{4} [\d:.]+ +\d+ probes\.[jt]s:\d+\] "HTTP-Probe Headers" headers="Key headers contains \[password token\] data"$/);
+    assert.match(lines.find((l) => l.includes('redacted'))!, /^I\d{4} [\d:.]+ +\d+ probes\.[jt]s:\d+\] "Log message has been redacted\." key="headers" types=\[password token\]$/);
     assert.match(lines.find((l) => l.includes('"HTTP-Probe Host"'))!, /"HTTP-Probe Host" scheme="http" host="127\.0\.0\.1" port=\d+ path="\/ready"$/);
+    assert.ok(!lines.some((l) => l.includes('"HTTP-Probe Headers"')));
     assert.ok(!(await readFile(join(dir, 'text.log'), 'utf8')).includes(TOKEN), 'the token is nowhere in the log file');
   });
 

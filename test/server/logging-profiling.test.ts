@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../helpers/ports.js';
-import { createLogger } from '../../src/util/log.js';
+import { createLogger, datapolicyValue } from '../../src/util/log.js';
 import { eventually } from '../helpers/eventually.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/orch-apiserver', import.meta.url));
@@ -180,19 +180,52 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
     }
   });
 
-  it('--experimental-logging-sanitization replaces values of sensitive keys', () => {
+  it('--experimental-logging-sanitization: a call with a value of a sensitive type becomes component-base 1.23\'s redaction message, in text and JSON; plain strings and key names never count', () => {
     const lines: string[] = [];
-    const on = createLogger({ sanitization: true, sink: (t) => lines.push(t), pid: 42 });
-    on.info('login', 'user', 'alice', 'password', 'hunter2', 'config', { clientKey: 'k', name: 'n' });
-    const off = createLogger({ sink: (t) => lines.push(t), pid: 42 });
-    off.info('login', 'user', 'alice', 'password', 'hunter2');
-    assert.match(lines[0]!, /\] "login" user="alice" password="Key password contains \[password\] data" config="Key config contains \[security-key\] data"\n$/);
-    assert.match(lines[1]!, /\] "login" user="alice" password="hunter2"\n$/);
+    const sink = (t: string) => lines.push(t);
+    const header = () => datapolicyValue({ Authorization: ['Bearer abc'] }, ['password', 'token']);
+    const text = createLogger({ sanitization: true, sink, pid: 42 });
+    text.info('HTTP-Probe Headers', 'headers', header());
+    text.info('login', 'user', 'alice', 'password', 'hunter2', 'config', { clientKey: 'k', token: 't' });
+    text.info('nested', 'pod', 'p', 'probes', [{ name: 'a' }, { headers: header() }], 'more', 'x');
+    text.info('keyed', header(), 'v1', 'k2', 'v2');
+    text.info('empty', 'headers', datapolicyValue({}, ['password', 'token']));
+    text.error('failed', 'err', new Error('boom'), 'cookie', datapolicyValue({ Name: 'session' }, ['token']));
+    text.v(0).info('formatted password=hunter2 token=abc');
+    const json = createLogger({ sanitization: true, sink, pid: 42, format: 'json' });
+    json.v(0).info('HTTP-Probe Headers', 'headers', header());
+    json.info('keyed', header(), 'v1');
+    json.error('failed', 'err', new Error('boom'), 'cookie', datapolicyValue({ Name: 'session' }, ['token']));
+    const off = createLogger({ sink, pid: 42 });
+    off.info('HTTP-Probe Headers', 'headers', header());
+    const bodies = lines.map((l) => (l.startsWith('{') ? l.replace(/^\{"ts":[\d.]+,"caller":"[^"]+",/, '{') : l.replace(/^[IWE]\d{4} [\d:.]+ +42 [^ ]+:\d+\] /, '')));
+    assert.deepEqual(bodies, [
+      '"Log message has been redacted." key="headers" types=[password token]\n',
+      '"login" user="alice" password="hunter2" config={"clientKey":"k","token":"t"}\n',
+      '"Log message has been redacted." key="probes" types=[password token]\n',
+      '"Log message has been redacted." key_index=0 types=[password token]\n',
+      '"empty" headers={}\n',
+      '"Log message has been redacted." err="boom" key="cookie" types=[token]\n',
+      'formatted password=hunter2 token=abc\n',
+      '{"msg":"Log message has been redacted.","v":0,"key":"headers","types":["password","token"]}\n',
+      '{"msg":"Log message has been redacted.","v":0,"key_index":0,"types":["password","token"]}\n',
+      '{"msg":"Log message has been redacted.","err":"boom","key":"cookie","types":["token"]}\n',
+      '"HTTP-Probe Headers" headers={"Authorization":["Bearer abc"]}\n',
+    ]);
   });
 
-  it('--experimental-logging-sanitization is accepted by the binary', async () => {
-    const s = await start(['--experimental-logging-sanitization', '--log-flush-frequency=100ms']);
-    await eventually('the serving line', () => s.stderr().includes('Serving securely'));
+  it('--experimental-logging-sanitization on the binary: its lines carry no sensitive type, so they are written as without it (the token in a URI, the flags)', async () => {
+    const s = await start(['--experimental-logging-sanitization', '-v=3', '--log-flush-frequency=100ms']);
+    await call(s, 'GET', '/api/v1/namespaces/default/secrets?fieldSelector=metadata.name%3Dtoken&password=hunter2');
+    await eventually('the HTTP line', () => s.stderr().includes('"HTTP" verb="LIST" URI="/api/v1/namespaces/default/secrets?'));
+    const http = s.stderr().split('\n').find((l) => l.includes('"HTTP" verb="LIST"'))!;
+    assert.match(
+      http,
+      /^I\d{4} [\d:.]+ +\d+ [^ ]+:\d+\] "HTTP" verb="LIST" URI="\/api\/v1\/namespaces\/default\/secrets\?fieldSelector=metadata\.name%3Dtoken&password=hunter2" latency="[\d.]+(ms|µs|s)" userAgent="logging-test\/1\.0" audit-ID="[^"]*" srcIP="127\.0\.0\.1:\d+" resp=200$/,
+    );
+    assert.match(s.stderr(), /\] FLAG: --experimental-logging-sanitization="true"\n/);
+    assert.match(s.stderr(), /\] FLAG: --token-auth-file="[^"]+tokens\.csv"\n/);
+    assert.doesNotMatch(s.stderr(), /redacted/);
   });
 
   it('--profiling: /debug/pprof/ index, a CPU profile (V8 .cpuprofile) and a heap snapshot', async () => {
