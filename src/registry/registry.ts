@@ -10,6 +10,7 @@ import { WatchCache } from './cacher/watchcache.js';
 import { groupResourceName } from './cacher/sizes.js';
 import { storageEncoding } from './storagecodec.js';
 import { kindFieldManager } from './fieldmanager.js';
+import { mergeDefinitions } from './lazydefs.js';
 
 export interface RegistryConfig {
   storage: Storage;
@@ -44,7 +45,8 @@ export class Registry {
     this.kinds = cfg.kinds;
     // Kinds' hooks reach other kinds' stores through the settings (a Service's delete removes its Endpoints).
     this.settings = { ...(cfg.settings ?? {}), lookup: (group, resource) => this.storeOfResource(group, resource) };
-    this.definitions = Object.assign({}, META_DEFINITIONS, ...cfg.kinds.map((k) => k.definitions)) as Definitions;
+    // Lazy definitions (lazydefs.ts) stay unread until a request needs them.
+    this.definitions = mergeDefinitions(META_DEFINITIONS, ...cfg.kinds.map((k) => k.definitions));
     for (const decl of cfg.kinds) {
       const kv = cfg.storage.kvFor(decl.storedAs?.group ?? decl.group, decl.storedAs?.resource ?? decl.resource);
       const watchCache = this.watchCacheFor(cfg, decl, kv);

@@ -2,6 +2,7 @@
 import type { KindDecl } from '../kind.js';
 import type { Definitions } from '../schema.js';
 import { META_DEFINITIONS } from '../definitions/meta.js';
+import { mergeDefinitions } from '../lazydefs.js';
 import { namespaceKind } from './namespace.js';
 import { pvcKind } from './pvc.js';
 import { configMapKind } from './configmap.js';
@@ -57,4 +58,4 @@ export { apiServiceKind } from './apiregistration/index.js';
 export const BUILTIN_KINDS: KindDecl[] = [namespaceKind, pvcKind, configMapKind, secretKind, serviceAccountKind, leaseKind, nodeKind, podKind, eventKind, eventsV1Kind, serviceKind, endpointsKind, ...RBAC_KINDS, ...AUTHORIZATION_KINDS, ...AUTHENTICATION_KINDS, ...FLOWCONTROL_KINDS, priorityClassKind, limitRangeKind, storageClassKind, ...ADMISSION_REGISTRATION_KINDS, resourceQuotaKind, csrKind, runtimeClassKind, ingressClassKind, ingressKind, podSecurityPolicyKind, apiServiceKind];
 
 /** The definitions map of /openapi/v2: the meta types, then each kind's own. */
-export const ALL_DEFINITIONS: Definitions = Object.assign({}, META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions)) as Definitions;
+export const ALL_DEFINITIONS: Definitions = mergeDefinitions(META_DEFINITIONS, ...BUILTIN_KINDS.map((k) => k.definitions));
