@@ -19,6 +19,7 @@ import { freePort } from '../helpers/ports.js';
 import { httpGet, withPortForward } from '../helpers/portforward.js';
 import { KubeConfig, PortForward } from '@kubernetes/client-node';
 import { createServer, type Socket } from 'node:net';
+import { WebSocket } from 'ws';
 
 type Json = Record<string, any>;
 
@@ -225,6 +226,34 @@ void describe('kubectl exec and attach on the process runtime', () => {
     });
     assert.equal(none.status, 400);
     assert.match(none.body.toString(), /query parameter "port" is required/);
+  });
+
+  void it('port-forward over WebSocket with v4.base64.channel.k8s.io: text frames, the channel as a digit, base64 data', async () => {
+    const ws = new WebSocket(`${c.url.replace(/^https/, 'wss')}/api/v1/namespaces/default/pods/web/portforward?ports=${httpPort}`, ['v4.base64.channel.k8s.io'], {
+      ca: c.cp.server.caCert,
+      headers: { authorization: `Bearer ${c.token}` },
+    });
+    const frames: string[] = [];
+    const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+    ws.on('message', (d: Buffer, isBinary: boolean) => {
+      assert.equal(isBinary, false);
+      frames.push(d.toString());
+    });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    assert.equal(ws.protocol, 'v4.base64.channel.k8s.io');
+    ws.send('0' + Buffer.from('GET /b64 HTTP/1.0\r\n\r\n').toString('base64'));
+    await closed;
+    const port = Buffer.alloc(2);
+    port.writeUInt16LE(httpPort);
+    // Each channel starts with the port; then the data channel carries the answer, the error channel nothing.
+    assert.deepEqual(frames.slice(0, 2), ['0' + port.toString('base64'), '1' + port.toString('base64')]);
+    const data = Buffer.concat(frames.slice(2).filter((f) => f.startsWith('0')).map((f) => Buffer.from(f.slice(1), 'base64'))).toString();
+    assert.match(data, /^HTTP\/1\.[01] 200/);
+    assert.match(data, /GET \/b64$/);
+    assert.deepEqual(frames.slice(2).filter((f) => f.startsWith('1') && f.length > 1), []);
   });
 
   void it('port-forward to a port where nothing listens: kubectl is told why', async (t) => {
