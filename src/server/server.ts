@@ -718,7 +718,13 @@ function assembleServer(config: ServerConfig, deps: AssembleDeps): ApiServer {
   if (deps.chain.priorityAndFairness) {
     const flowControl = deps.chain.priorityAndFairness;
     bindFlowControlMetrics(metrics, flowControl);
+    // As 1.23's installAPI: with the filter on (not behind --profiling); authorized as any non-resource URL.
     mux.handle('/debug/api_priority_and_fairness/dump_priority_levels', (_req, res) => writeText(res, 200, flowControl.dumpPriorityLevels()));
+    mux.handle('/debug/api_priority_and_fairness/dump_queues', (_req, res) => writeText(res, 200, flowControl.dumpQueues()));
+    mux.handle('/debug/api_priority_and_fairness/dump_requests', (req, res) => {
+      const details = new URL(req.url ?? '/', 'http://x').searchParams.get('includeRequestDetails') ?? '';
+      writeText(res, 200, flowControl.dumpRequests(details !== ''));
+    });
   }
   const handle = buildHandlerChain(routerHandler(mux), {
     ...deps.chain,

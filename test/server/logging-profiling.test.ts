@@ -264,6 +264,8 @@ describe('orch-apiserver logging, profiling and long-running limits', () => {
     const off = await start(['--profiling=false']);
     assert.equal((await call(off, 'GET', '/debug/pprof/')).status, 404);
     assert.equal((await call(off, 'PUT', '/debug/flags/v', '2')).status, 404);
+    // The priority-and-fairness dumps are installed with the filter, not with --profiling (1.23's installAPI).
+    for (const dump of ['dump_priority_levels', 'dump_queues', 'dump_requests']) assert.equal((await call(off, 'GET', `/debug/api_priority_and_fairness/${dump}`)).status, 200, dump);
   });
 
   it('--min-request-timeout: a watch without timeoutSeconds ends between it and twice it', async () => {

@@ -7,7 +7,9 @@
  *   the X-Kubernetes-PF-* headers name the stored FlowSchema and priority level, the bootstrap objects through
  *   kubectl, each level's concurrency limit shared out of the two options' sum, and
  *   /debug/api_priority_and_fairness/dump_priority_levels; a one-seat level rejecting alice's second request
- *   while her first holds the seat (held at a validating webhook the test runs, inside the filter);
+ *   while her first holds the seat (held at a validating webhook the test runs, inside the filter); a one-seat
+ *   level with queues, where her next request waits: it shows in dump_requests (with ?includeRequestDetails=1 her
+ *   user name and the request) and the queues' counters in dump_queues;
  * - --livez-grace-period: while a post-start hook has not finished, /livez reports it ok until the grace period
  *   has passed, then fails on it; /readyz fails on it throughout. The hook is held from outside as it would be in
  *   Kubernetes: the RBAC bootstrap recreates a deleted bootstrap ClusterRole at start, and that create goes
@@ -192,6 +194,141 @@ void describe('health checks and priority and fairness on the binary', () => {
       await hook.close();
     }
   });
+
+  void it('dump_queues and dump_requests: alice\'s request waiting in a queue of a one-seat queuing level while her create holds the seat', async () => {
+    const hook = await holdingWebhook();
+    const flowcontrol = '/apis/flowcontrol.apiserver.k8s.io/v1beta2';
+    const dump = async (what: string) => {
+      const r = await c.server.request(`/debug/api_priority_and_fairness/${what}`);
+      assert.equal(r.status, 200, r.body);
+      assert.match(String(r.headers['content-type']), /^text\/plain/);
+      return r.body;
+    };
+    const cells = (line: string) => line.split(/,\s*/);
+    try {
+      for (const what of ['dump_queues', 'dump_requests', 'dump_requests?includeRequestDetails=1']) {
+        assert.equal((await c.server.request(`/debug/api_priority_and_fairness/${what}`, { token: USER_TOKEN })).status, 403, what);
+      }
+      // Idle: a row per queue of each queuing level, <none> for exempt; no requests.
+      const idle = (await dump('dump_queues')).split('\n');
+      assert.deepEqual(cells(idle[0]!), ['PriorityLevelName', 'Index', 'PendingRequests', 'ExecutingRequests', 'SeatsInUse', 'NextDispatchR', 'InitialSeatsSum', 'MaxSeatsSum', 'TotalWorkSum']);
+      assert.ok(idle.includes('exempt,            <none>, <none>,          <none>,            <none>,     <none>,        <none>,          <none>,      <none>'), idle.join('\n'));
+      assert.equal(idle.filter((l) => l.startsWith('workload-low,')).length, 128, 'a row per queue of workload-low');
+      assert.match(idle.find((l) => l.startsWith('workload-low,'))!, /^workload-low,\s+0,\s+0,\s+\d+,\s+\d+,\s+\d+\.\d{8}ss,\s+0,\s+0,\s+0\.00000000ss$/);
+      const emptyRequests = await dump('dump_requests');
+      assert.equal(emptyRequests, 'PriorityLevelName, FlowSchemaName, QueueIndex, RequestIndexInQueue, FlowDistingsher, ArriveTime, InitialSeats, FinalSeats, AdditionalLatency\n');
+
+      assert.equal((await c.kubectl(['create', 'rolebinding', 'alice-edit-queued', '--clusterrole=edit', '--user=alice', '-n', 'default'])).code, 0);
+      const pl = await c.request('POST', `${flowcontrol}/prioritylevelconfigurations`, {
+        body: {
+          apiVersion: 'flowcontrol.apiserver.k8s.io/v1beta2',
+          kind: 'PriorityLevelConfiguration',
+          metadata: { name: 'one-seat-queued' },
+          spec: { type: 'Limited', limited: { assuredConcurrencyShares: 1, limitResponse: { type: 'Queue', queuing: { queues: 4, handSize: 2, queueLengthLimit: 10 } } } },
+        },
+      });
+      assert.equal(pl.status, 201, pl.text);
+      const fs = await c.request('POST', `${flowcontrol}/flowschemas`, {
+        body: {
+          apiVersion: 'flowcontrol.apiserver.k8s.io/v1beta2',
+          kind: 'FlowSchema',
+          metadata: { name: 'alice-queued' },
+          spec: {
+            priorityLevelConfiguration: { name: 'one-seat-queued' },
+            matchingPrecedence: 50,
+            distinguisherMethod: { type: 'ByUser' },
+            rules: [{ subjects: [{ kind: 'User', user: { name: 'alice' } }], resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }] }],
+          },
+        },
+      });
+      assert.equal(fs.status, 201, fs.text);
+      const hookConfig = await c.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+        body: {
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind: 'ValidatingWebhookConfiguration',
+          metadata: { name: 'hold-configmaps-queued' },
+          webhooks: [
+            {
+              name: 'configmaps.apf-queued.test',
+              clientConfig: { url: `https://127.0.0.1:${(hook.server.address() as AddressInfo).port}/validate`, caBundle: Buffer.from(hook.ca).toString('base64') },
+              rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+              failurePolicy: 'Ignore',
+              timeoutSeconds: 30,
+              sideEffects: 'None',
+              admissionReviewVersions: ['v1'],
+            },
+          ],
+        },
+      });
+      assert.equal(hookConfig.status, 201, hookConfig.text);
+      const aliceList = () => c.server.request('/api/v1/namespaces/default/configmaps', { token: USER_TOKEN });
+      await eventually('alice classified by the new FlowSchema', async () => (await aliceList()).headers['x-kubernetes-pf-flowschema-uid'] === fs.json.metadata.uid);
+      const post = (name: string) =>
+        c.server.request('/api/v1/namespaces/default/configmaps', {
+          token: USER_TOKEN,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } }),
+        });
+      const callsBefore = hook.calls;
+      await eventually('the webhook in use', async () => (await post(`queued-probe-${Date.now()}`)).status === 201 && hook.calls > callsBefore);
+
+      hook.hold = true;
+      const held = post('queued-held');
+      setTimeout(() => hook.release(), 20_000).unref(); // the held request ends even when an assertion below fails
+      await eventually('alice\'s create holding the seat at the webhook', () => hook.held() === 1);
+      const sentAt = Date.now();
+      const waiting = aliceList();
+      const rowsOf = (text: string) => text.split('\n').filter((l) => l.startsWith('one-seat-queued,'));
+      const requests = await eventually('alice\'s list waiting in a queue', async () => {
+        const rows = rowsOf(await dump('dump_requests'));
+        return rows.length === 1 ? rows[0] : undefined;
+      });
+      const row = cells(requests);
+      assert.deepEqual([row[0], row[1], row[3], row[4], row[6], row[7], row[8]], ['one-seat-queued', 'alice-queued', '0', 'alice', '1', '0', '0s'], requests);
+      const queueIndex = Number(row[2]);
+      assert.ok(queueIndex >= 0 && queueIndex < 4, requests);
+      assert.match(row[5]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d*[1-9])?Z$/, 'RFC3339Nano in UTC');
+      const arrived = Date.parse(row[5]!);
+      assert.ok(arrived >= sentAt - 1000 && arrived <= Date.now(), `${row[5]} is when the list arrived`);
+
+      const detailed = await dump('dump_requests?includeRequestDetails=1');
+      const lines = detailed.split('\n');
+      assert.deepEqual(cells(lines[0]!), [
+        'PriorityLevelName', 'FlowSchemaName', 'QueueIndex', 'RequestIndexInQueue', 'FlowDistingsher', 'ArriveTime', 'InitialSeats', 'FinalSeats', 'AdditionalLatency',
+        'UserName', 'Verb', 'APIPath', 'Namespace', 'Name', 'APIVersion', 'Resource', 'SubResource',
+      ]);
+      const detailRow = rowsOf(detailed);
+      assert.equal(detailRow.length, 1, detailed);
+      assert.deepEqual(cells(detailRow[0]!).slice(9), ['alice', 'list', '/api/v1/namespaces/default/configmaps', 'default', '', 'v1', 'configmaps', ''], detailRow[0]);
+      // Go's tabwriter: each cell but the last padded to its column; every line's cells start at the same offsets.
+      const starts = (line: string) => [...line.matchAll(/, */g)].map((m) => m.index + m[0].length);
+      assert.deepEqual(starts(detailRow[0]!), starts(lines[0]!), detailed);
+
+      // The queues: alice's list pending in its queue, her create executing (with its seat) in a queue of her hand.
+      const queues = rowsOf(await dump('dump_queues')).map(cells);
+      assert.equal(queues.length, 4, 'a row per queue');
+      assert.deepEqual(queues.map((q) => q[1]), ['0', '1', '2', '3']);
+      const sum = (i: number) => queues.reduce((n, q) => n + Number(q[i]), 0);
+      assert.deepEqual([sum(2), sum(3), sum(4)], [1, 1, 1], 'one pending, one executing, one seat in use');
+      const pending = queues[queueIndex]!;
+      assert.deepEqual([pending[2], pending[6], pending[7], pending[8]], ['1', '1', '1', '0.00300000ss'], 'its sums: 1 initial seat, 1 seat at most, 3 ms of one seat');
+      for (const q of queues) assert.match(q[5]!, /^\d+\.\d{8}ss$/);
+      const levels = await dump('dump_priority_levels');
+      assert.match(levels, /^one-seat-queued,\s+1,\s+false,\s+false,\s+1,\s+1$/m);
+
+      hook.release();
+      assert.equal((await held).status, 201);
+      assert.equal((await waiting).status, 200, 'the waiting list is served once the seat is free');
+      assert.deepEqual(rowsOf(await dump('dump_requests')), []);
+      const drained = rowsOf(await dump('dump_queues')).map(cells);
+      assert.deepEqual([drained.reduce((n, q) => n + Number(q[2]) + Number(q[3]), 0)], [0], 'nothing pending or executing');
+    } finally {
+      hook.release();
+      await c.request('DELETE', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/hold-configmaps-queued');
+      await hook.close();
+    }
+  });
 });
 
 void describe('--enable-priority-and-fairness=false on the binary', () => {
@@ -208,7 +345,9 @@ void describe('--enable-priority-and-fairness=false on the binary', () => {
     assert.equal(r.status, 200);
     assert.equal(r.headers['x-kubernetes-pf-flowschema-uid'], undefined);
     assert.equal(r.headers['x-kubernetes-pf-prioritylevel-uid'], undefined);
-    assert.equal((await c.server.request('/debug/api_priority_and_fairness/dump_priority_levels')).status, 404);
+    for (const what of ['dump_priority_levels', 'dump_queues', 'dump_requests']) {
+      assert.equal((await c.server.request(`/debug/api_priority_and_fairness/${what}`)).status, 404, what);
+    }
     const livez = await c.server.request('/livez?verbose');
     const off = new Set(['poststarthook/priority-and-fairness-config-consumer', 'poststarthook/priority-and-fairness-filter']);
     assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...HOOKS.filter((h) => !off.has(h))], 'livez check passed'));

@@ -18,12 +18,13 @@ import { getUser, type ApiRequest, type Handler } from '../authn.js';
 import { writeHttpError } from '../httperror.js';
 import { TOO_MANY_REQUESTS_MESSAGE } from '../maxinflight.js';
 import { getRequestInfo, type LongRunningCheck, type RequestInfo } from '../requestinfo.js';
+import { formatDuration } from '../../util/flags.js';
 import { compileFlowSchemaRules, type RequestMatcher, type RequestUser } from './matching.js';
 import { QueueSet, type RejectReason, type QueuingConfig } from './queueset.js';
 import { estimateWork, groupResourceOf, maxSeats } from './width.js';
 
 export { dealHand, QueueSet } from './queueset.js';
-export type { RejectReason, Seat } from './queueset.js';
+export type { QueuedRequest, QueueDump, RejectReason, Seat } from './queueset.js';
 export { estimateWork, type WorkEstimate } from './width.js';
 
 export const FLOW_SCHEMA_UID_HEADER = 'X-Kubernetes-PF-FlowSchema-UID';
@@ -220,7 +221,7 @@ export class FlowControl {
    */
   dumpPriorityLevels(): string {
     const rows = [['PriorityLevelName', 'ActiveQueues', 'IsIdle', 'IsQuiescing', 'WaitingRequests', 'ExecutingRequests']];
-    for (const l of [...this.levels.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    for (const l of this.sortedLevels()) {
       const q = l.queueSet;
       rows.push(
         q
@@ -230,6 +231,70 @@ export class FlowControl {
     }
     return tabulate(rows);
   }
+
+  /**
+   * /debug/api_priority_and_fairness/dump_queues: a row per queue of each priority level (none for a level
+   * that rejects instead of queuing, '<none>' cells for exempt ones), as 1.23's dumpQueues.
+   */
+  dumpQueues(): string {
+    const rows = [['PriorityLevelName', 'Index', 'PendingRequests', 'ExecutingRequests', 'SeatsInUse', 'NextDispatchR', 'InitialSeatsSum', 'MaxSeatsSum', 'TotalWorkSum']];
+    for (const l of this.sortedLevels()) {
+      if (!l.queueSet) {
+        rows.push([l.name, ...Array<string>(8).fill('<none>')]);
+        continue;
+      }
+      l.queueSet.dumpQueues().forEach((q, i) => {
+        const initial = q.waiting.reduce((n, r) => n + r.initialSeats, 0);
+        const max = q.waiting.reduce((n, r) => n + Math.max(r.initialSeats, r.finalSeats), 0);
+        const work = q.waiting.reduce((n, r) => n + r.initialSeats * SERVICE_TIME_SS + r.finalSeats * r.additionalLatencyMs * SS_PER_MS, 0);
+        rows.push([l.name, String(i), String(q.waiting.length), String(q.executing), String(q.seatsInUse), seatSeconds(q.virtualStart * SERVICE_TIME_SS), String(initial), String(max), seatSeconds(work)]);
+      });
+    }
+    return tabulate(rows);
+  }
+
+  /**
+   * /debug/api_priority_and_fairness/dump_requests: a row per request waiting in a queue (executing ones are
+   * not listed, as in 1.23); with `details` (a non-empty includeRequestDetails) the user and request info too.
+   */
+  dumpRequests(details: boolean): string {
+    const header = ['PriorityLevelName', 'FlowSchemaName', 'QueueIndex', 'RequestIndexInQueue', 'FlowDistingsher', 'ArriveTime', 'InitialSeats', 'FinalSeats', 'AdditionalLatency'];
+    if (details) header.push('UserName', 'Verb', 'APIPath', 'Namespace', 'Name', 'APIVersion', 'Resource', 'SubResource');
+    const rows = [header];
+    for (const l of this.sortedLevels()) {
+      l.queueSet?.dumpQueues().forEach((q, qi) => {
+        q.waiting.forEach((r, ri) => {
+          const row = [l.name, r.flowSchema, String(qi), String(ri), r.distinguisher, goTimeRFC3339Nano(r.arrivedMs), String(r.initialSeats), String(r.finalSeats), formatDuration(r.additionalLatencyMs)];
+          if (details) {
+            const gv = r.apiGroup === '' ? r.apiVersion : `${r.apiGroup}/${r.apiVersion}`;
+            row.push(r.userName, r.verb, r.path, r.namespace, r.name, gv, r.resource, r.subresource);
+          }
+          rows.push(row);
+        });
+      });
+    }
+    return tabulate(rows);
+  }
+
+  private sortedLevels(): PriorityLevel[] {
+    return [...this.levels.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+}
+
+/** Kubernetes' SeatSeconds are counted in units of 1e-8 seat-second; its estimated service time is 3 ms. */
+const SS_SCALE = 1e8;
+const SERVICE_TIME_SS = 0.003 * SS_SCALE;
+const SS_PER_MS = SS_SCALE / 1000;
+
+/** A SeatSeconds value (in 1e-8 seat-seconds) as Go's SeatSeconds.String(): '0.00300000ss'. */
+function seatSeconds(units: number): string {
+  const u = Math.round(units);
+  return `${Math.floor(u / SS_SCALE)}.${String(u % SS_SCALE).padStart(8, '0')}ss`;
+}
+
+/** Go's time.RFC3339Nano in UTC (trailing zeros of the fraction dropped): '2021-11-22T13:59:05.12Z'. */
+function goTimeRFC3339Nano(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d*?)0*Z$/, (_m, f: string) => (f === '' ? 'Z' : `.${f}Z`));
 }
 
 /**
@@ -296,10 +361,27 @@ export function withPriorityAndFairness(next: Handler, deps: PriorityAndFairness
     const work = estimateWork(info, new URLSearchParams(q < 0 ? '' : url.slice(q + 1)), estimatorDeps);
     const seats = maxSeats(work);
     metrics?.estimatedSeats?.(fs.name, fs.level.name, seats);
+    // Kubernetes computes the flow distinguisher only for levels with more than one queue.
+    const distinguisher = () => (qs.queueCount > 1 ? distinguish(fs, user, info) : '');
     let got = qs.acquire(
-      () => flowHash(fs.name, distinguish(fs, user, info)),
+      () => flowHash(fs.name, distinguisher()),
       (cancel) => res.once('close', cancel),
       seats,
+      () => ({
+        flowSchema: fs.name,
+        distinguisher: distinguisher(),
+        arrivedMs: Date.now(),
+        ...work,
+        userName: user.name,
+        verb: info.verb,
+        path: info.path,
+        namespace: info.namespace,
+        name: info.name,
+        apiGroup: info.apiGroup,
+        apiVersion: info.apiVersion,
+        resource: info.resource,
+        subresource: info.subresource,
+      }),
     );
     if (got instanceof Promise) got = await got;
     if (typeof got === 'string') {

@@ -8,6 +8,10 @@
  * which advances by the seats of each dispatched request (Kubernetes also measures execution times; every
  * request counts as unit time here).
  *
+ * With queues, every request is counted in the queue its flow shuffle-shards to, also one that starts at once
+ * (Kubernetes enqueues and dispatches every request of a queuing level), so each queue's executing requests
+ * and seats in use are known (the debug dump_queues).
+ *
  * Requests are as wide as their work estimate: a request needs max(initial, final) seats free to start
  * (one wider than the whole limit starts only when no seat is in use, as 1.23's canAccommodateSeats), and
  * the head of the fairest queue that does not fit stops dispatching, so a wide list holds back the narrow
@@ -22,9 +26,40 @@ export interface QueuingConfig {
 
 export type RejectReason = 'concurrency-limit' | 'queue-full' | 'time-out' | 'cancelled';
 
+/** What the debug dumps show of a waiting request (dump_requests, and the sums of dump_queues). */
+export interface QueuedRequest {
+  flowSchema: string;
+  /** The flow distinguisher ('' with less than two queues, as Kubernetes computes it only then). */
+  distinguisher: string;
+  /** When it arrived (ms since the epoch). */
+  arrivedMs: number;
+  initialSeats: number;
+  finalSeats: number;
+  additionalLatencyMs: number;
+  userName: string;
+  verb: string;
+  path: string;
+  namespace: string;
+  name: string;
+  apiGroup: string;
+  apiVersion: string;
+  resource: string;
+  subresource: string;
+}
+
+/** One queue as the debug dumps show it. */
+export interface QueueDump {
+  waiting: QueuedRequest[];
+  executing: number;
+  seatsInUse: number;
+  /** The queue's virtual start, in seats dispatched (each counted as Kubernetes' estimated service time). */
+  virtualStart: number;
+}
+
 interface Waiter {
   queue: Queue;
   seats: number;
+  request: QueuedRequest | undefined;
   settle(granted: boolean, reason?: RejectReason): void;
 }
 
@@ -32,6 +67,7 @@ class Queue {
   readonly waiting: Waiter[] = [];
   head = 0;
   executing = 0;
+  seatsInUse = 0;
   virtualStart = 0;
   get length(): number {
     return this.waiting.length - this.head;
@@ -103,6 +139,21 @@ export class QueueSet {
     this.configure(limit, queuing);
   }
 
+  /** The number of queues (0 for a level that rejects instead of queuing). */
+  get queueCount(): number {
+    return this.queues.length;
+  }
+
+  /** Each queue, in index order, with its waiting requests in order (for /debug/api_priority_and_fairness). */
+  dumpQueues(): QueueDump[] {
+    return this.queues.map((q) => ({
+      waiting: q.waiting.slice(q.head).flatMap((w) => (w.request ? [w.request] : [])),
+      executing: q.executing,
+      seatsInUse: q.seatsInUse,
+      virtualStart: q.virtualStart,
+    }));
+  }
+
   /** Queues with a request waiting (the dump's ActiveQueues). */
   activeQueues(): number {
     return this.queues.reduce((n, q) => n + (q.length > 0 ? 1 : 0), 0);
@@ -131,19 +182,26 @@ export class QueueSet {
 
   /**
    * A seat at once, a promise of one (queued; false when rejected later), or the reason of an immediate
-   * rejection. `flowHash` is asked only when the request has to queue; so is `whenQueued`, given the
-   * function that withdraws the waiting request (for a client that goes away).
+   * rejection. `flowHash` is asked only when the level has queues; `whenQueued` only when the request has
+   * to queue, given the function that withdraws the waiting request (for a client that goes away), and
+   * `describe` then too, for the debug dumps.
    */
-  acquire(flowHash: () => number, whenQueued?: (cancel: () => void) => void, seats = 1): Seat | Promise<Seat | RejectReason> | RejectReason {
-    if (this.waiting === 0 && this.fits(seats)) return this.seat(undefined, seats);
+  acquire(
+    flowHash: () => number,
+    whenQueued?: (cancel: () => void) => void,
+    seats = 1,
+    describe?: () => QueuedRequest,
+  ): Seat | Promise<Seat | RejectReason> | RejectReason {
     const cfg = this.queuing;
-    if (!cfg) return 'concurrency-limit';
+    if (!cfg) return this.fits(seats) ? this.seat(undefined, seats) : 'concurrency-limit';
     const queue = this.chooseQueue(flowHash(), cfg);
+    if (this.waiting === 0 && this.fits(seats)) return this.seat(queue, seats);
     if (queue.length >= cfg.queueLengthLimit) return 'queue-full';
     return new Promise((resolve) => {
       const waiter: Waiter = {
         queue,
         seats,
+        request: describe?.(),
         settle: (granted, reason) => {
           clearTimeout(timer);
           resolve(granted ? this.seat(waiter.queue, seats) : (reason ?? 'time-out'));
@@ -177,9 +235,13 @@ export class QueueSet {
     let held = true;
     this.executing++;
     this.seatsInUse += seats;
-    if (queue) queue.executing++;
+    if (queue) {
+      queue.executing++;
+      queue.seatsInUse += seats;
+    }
     const giveBack = () => {
       this.seatsInUse -= seats;
+      if (queue) queue.seatsInUse -= seats;
       this.dispatch();
     };
     return {
