@@ -143,15 +143,18 @@ export class ApiMode {
       const m = this.mirrors.mirrorOf(pod);
       if (!m) return undefined;
       const meta = m.metadata as Json;
-      return { namespace: String(meta.namespace), name: String(meta.name), uid: String(meta.uid), current: (m.status ?? {}) as Json };
+      const rv = meta.resourceVersion;
+      return { namespace: String(meta.namespace), name: String(meta.name), uid: String(meta.uid), current: (m.status ?? {}) as Json, ...(typeof rv === 'string' ? { resourceVersion: rv } : {}) };
     }
     const current = this.source.get(pod.metadata.namespace, pod.metadata.name);
     if (current && (current.metadata as Json).uid !== pod.metadata.uid) return undefined;
+    const rv = ((current ?? pod).metadata as Json).resourceVersion;
     return {
       namespace: pod.metadata.namespace,
       name: pod.metadata.name,
       uid: pod.metadata.uid,
       current: ((current ?? pod).status ?? {}) as Json,
+      ...(typeof rv === 'string' ? { resourceVersion: rv } : {}),
     };
   }
 

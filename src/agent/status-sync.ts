@@ -1,7 +1,11 @@
 // Posting pod status to the API server (the sending half of kubelet's status manager). The status
 // manager says which pods' statuses changed; this keeps a set of dirty pods and sends each one's
 // newest status with one strategic-merge PATCH of pods/<name>/status carrying metadata.uid, so a pod
-// that was replaced under the same name is never written. Changes that arrive while a pod waits for
+// that was replaced under the same name is never written. The body is kubelet's two-way patch from
+// the status the server holds (status-patch.ts): only what changed. The server's status is the newest
+// of the pod source's copy and the answer to this agent's last PATCH (compared by resourceVersion),
+// so a post that the watch has not brought back yet is not sent again; when the patch is empty
+// nothing is sent. Changes that arrive while a pod waits for
 // the rate limiter fold into one request: a worker takes its token first and only then reads the
 // pod's status, so a pod is posted at most once per token, never once per transition. A status equal to the one last posted is not sent again. Every 10 s all pods are
 // checked again (a failed post, a recreated mirror pod).
@@ -10,15 +14,18 @@
 // mirror yet stays dirty until the mirror appears.
 import type { ApiClient, Json } from './client/client.js';
 import { isConflict, isNotFound } from './client/client.js';
+import { podStatusPatch } from './status-patch.js';
 import type { StatusManager } from './status-manager.js';
-import type { Pod, PodStatus } from './types.js';
+import type { Pod } from './types.js';
 
 export interface StatusTarget {
   namespace: string;
   name: string;
   uid: string;
-  /** The status the server holds now (for fields to clear), if known. */
+  /** The status the server holds now (the base of the patch), if known. */
   current?: Json;
+  /** The resourceVersion of the object `current` was read from, if known. */
+  resourceVersion?: string;
 }
 
 export interface StatusSyncOptions {
@@ -36,6 +43,8 @@ export class StatusSync {
   private readonly dirty = new Set<string>();
   /** uid -> JSON of the last status posted, with the target uid. */
   private readonly posted = new Map<string, string>();
+  /** uid -> the target's status as the answer to our last PATCH of it gave it. */
+  private readonly answered = new Map<string, { uid: string; resourceVersion: string | undefined; status: Json }>();
   private readonly inFlight = new Map<string, Promise<void>>();
   private workers = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -57,7 +66,10 @@ export class StatusSync {
   start(): void {
     this.unsubscribe = this.o.statusManager.onChange((uid, entry) => {
       if (entry) this.mark(uid);
-      else this.posted.delete(uid);
+      else {
+        this.posted.delete(uid);
+        this.answered.delete(uid);
+      }
     });
     this.timer = setInterval(() => {
       for (const uid of this.o.statusManager.uids()) this.mark(uid);
@@ -114,6 +126,13 @@ export class StatusSync {
     return undefined;
   }
 
+  /** The newest status of the target the agent knows: the pod source's, or our last PATCH's answer if that is newer. */
+  private serverStatus(uid: string, target: StatusTarget): Json {
+    const a = this.answered.get(uid);
+    if (a && a.uid === target.uid && (target.current === undefined || olderThan(target.resourceVersion, a.resourceVersion))) return a.status;
+    return target.current ?? {};
+  }
+
   private async send(uid: string): Promise<void> {
     if (!this.pending(uid)) return;
     // Wait for the rate limiter before reading the status: what is posted is the newest one.
@@ -123,14 +142,24 @@ export class StatusSync {
     if (!entry || !target) return;
     const sig = `${target.uid}:${entry.json}`;
     if (this.posted.get(uid) === sig) return;
+    const body = podStatusPatch(target.uid, this.serverStatus(uid, target), entry.status as unknown as Json);
+    if (body === undefined) {
+      // the server already holds this status: nothing to send (the token is spent, as kubelet's GET spends one)
+      this.posted.set(uid, sig);
+      return;
+    }
     try {
-      await this.o.client.request('PATCH', `/api/v1/namespaces/${target.namespace}/pods/${target.name}/status`, {
-        body: statusPatch(target, entry.status),
+      const pod = await this.o.client.request('PATCH', `/api/v1/namespaces/${target.namespace}/pods/${target.name}/status`, {
+        body,
         contentType: 'application/strategic-merge-patch+json',
         tokenTaken: true,
         tokenWaitMs: waited,
       });
       this.posted.set(uid, sig);
+      const meta = pod.metadata as Json | undefined;
+      if (meta && typeof pod.status === 'object' && pod.status !== null) {
+        this.answered.set(uid, { uid: target.uid, resourceVersion: typeof meta.resourceVersion === 'string' ? meta.resourceVersion : undefined, status: pod.status as Json });
+      }
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) return; // the pod is gone or was replaced: nothing to write
       this.o.log('error', `posting the status of pod ${target.namespace}/${target.name}: ${err instanceof Error ? err.message : String(err)}`);
@@ -138,9 +167,9 @@ export class StatusSync {
   }
 }
 
-/** The PATCH body: the whole status, with fields the server has and we do not set cleared. */
-export function statusPatch(target: StatusTarget, status: PodStatus): Json {
-  const s: Json = { ...status };
-  for (const k of Object.keys(target.current ?? {})) if (!(k in s) && !['nominatedNodeName', 'ephemeralContainerStatuses'].includes(k)) s[k] = null;
-  return { metadata: { uid: target.uid }, status: s };
+/** Whether resourceVersion `a` is older than `b` (both decimal, as every store here writes them; otherwise unknown: false). */
+function olderThan(a: string | undefined, b: string | undefined): boolean {
+  if (a === undefined || b === undefined) return a === undefined && b !== undefined;
+  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
+  return a.length !== b.length ? a.length < b.length : a < b;
 }
