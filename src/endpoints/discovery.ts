@@ -18,7 +18,7 @@
  * Everything here is pure: documents are built from `KindDecl[]` and cached per array of kinds.
  */
 import { createHash } from 'node:crypto';
-import { DEFAULT_VERBS, type KindDecl } from '../registry/kind.js';
+import { DEFAULT_VERBS, type KindDecl, type WriteSubresource } from '../registry/kind.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // Accept header parsing (shared by the endpoints' content negotiation)
@@ -125,8 +125,9 @@ export function kindVerbs(kind: KindDecl): string[] {
   return [...new Set(kind.verbs ?? DEFAULT_VERBS)].sort();
 }
 
-const SUBRESOURCE_VERBS: Record<'status' | 'finalize' | 'approval', string[]> = {
+const SUBRESOURCE_VERBS: Record<WriteSubresource, string[]> = {
   status: ['get', 'patch', 'update'],
+  ephemeralcontainers: ['get', 'patch', 'update'],
   finalize: ['update'],
   approval: ['get', 'patch', 'update'],
 };
@@ -144,7 +145,7 @@ export interface SubresourceInfo {
 /** The subresources a kind serves, in name order, with their verbs. */
 export function kindSubresources(kind: KindDecl): SubresourceInfo[] {
   const out: SubresourceInfo[] = [];
-  for (const name of ['approval', 'finalize', 'status'] as const) {
+  for (const name of ['approval', 'ephemeralcontainers', 'finalize', 'status'] as const) {
     if (kind.subresources?.[name]) out.push({ name, verbs: SUBRESOURCE_VERBS[name], type: 'write' });
   }
   for (const [name, a] of Object.entries(kind.actions ?? {})) {

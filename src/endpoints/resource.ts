@@ -5,7 +5,7 @@
  */
 import { yaml } from '../util/yaml.js';
 import { StatusError, apiErrors } from '../registry/errors.js';
-import type { KObject, KindDecl } from '../registry/kind.js';
+import type { KObject, KindDecl, WriteSubresource } from '../registry/kind.js';
 import { apiVersionOf } from '../registry/kind.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, ListOptions, RequestScope, ResourceStore, WatchOptions } from '../registry/store.js';
@@ -334,7 +334,7 @@ function notAcceptable(accept: string | undefined): StatusError {
 /** The router's 415 for a PATCH whose Content-Type no patch route consumes. */
 /** The top-level fields a write through `subresource` takes from the stored object (SubresourceStrategy.keeps). */
 function keptBy(decl: KindDecl, subresource: string): readonly string[] | undefined {
-  return subresource === '' ? undefined : decl.subresources?.[subresource as 'status' | 'finalize' | 'approval']?.keeps;
+  return subresource === '' ? undefined : decl.subresources?.[subresource as WriteSubresource]?.keeps;
 }
 
 function unsupportedPatchMediaType(): StatusError {

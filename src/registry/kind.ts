@@ -116,7 +116,12 @@ export interface SubresourceStrategy {
    * checked again (patching.ts).
    */
   keeps?: readonly string[];
+  /** A feature gate the subresource is served under (pods/ephemeralcontainers: EphemeralContainers); the registry leaves it out when the gate is off. */
+  featureGate?: string;
 }
+
+/** The subresources that write part of the object, each with its own update strategy (KindDecl.subresources). */
+export type WriteSubresource = 'status' | 'finalize' | 'approval' | 'ephemeralcontainers';
 
 export interface TableColumn {
   name: string;
@@ -238,6 +243,8 @@ export interface KindDecl {
     finalize?: SubresourceStrategy;
     /** certificatesigningrequests/approval: the Approved and Denied conditions. */
     approval?: SubresourceStrategy;
+    /** pods/ephemeralcontainers: spec.ephemeralContainers only. */
+    ephemeralcontainers?: SubresourceStrategy;
   };
   /** Create-only subresources taking a body of another kind (binding, eviction). */
   actions?: Record<string, ActionSubresource>;

@@ -42,12 +42,12 @@ export class Registry {
   readonly settings: Readonly<KindSettings>;
 
   constructor(cfg: RegistryConfig) {
-    this.kinds = cfg.kinds;
+    this.kinds = cfg.kinds.map((k) => withoutGatedSubresources(k, cfg.featureGates));
     // Kinds' hooks reach other kinds' stores through the settings (a Service's delete removes its Endpoints).
     this.settings = { ...(cfg.settings ?? {}), lookup: (group, resource) => this.storeOfResource(group, resource) };
     // Lazy definitions (lazydefs.ts) stay unread until a request needs them.
     this.definitions = mergeDefinitions(META_DEFINITIONS, ...cfg.kinds.map((k) => k.definitions));
-    for (const decl of cfg.kinds) {
+    for (const decl of this.kinds) {
       const kv = cfg.storage.kvFor(decl.storedAs?.group ?? decl.group, decl.storedAs?.resource ?? decl.resource);
       const watchCache = this.watchCacheFor(cfg, decl, kv);
       const store = new ResourceStore(decl, {
@@ -118,4 +118,12 @@ export class Registry {
   all(): ResourceStore[] {
     return [...this.stores.values()];
   }
+}
+
+/** The kind without the write subresources whose feature gate is off (a gate left out of the map counts as on). */
+function withoutGatedSubresources(decl: KindDecl, gates: Readonly<Record<string, boolean>>): KindDecl {
+  const subs = decl.subresources;
+  if (!subs || !Object.values(subs).some((s) => s?.featureGate !== undefined && gates[s.featureGate] === false)) return decl;
+  const kept = Object.fromEntries(Object.entries(subs).filter(([, s]) => !(s?.featureGate !== undefined && gates[s.featureGate] === false)));
+  return { ...decl, subresources: kept };
 }

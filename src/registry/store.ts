@@ -20,7 +20,7 @@ import {
   type FieldError,
 } from '../util/validation.js';
 import { apiErrors, fromStorageError, isStatusError, type GroupResource } from './errors.js';
-import { apiVersionOf, type KObject, type KindDecl, type KindSettings, type StrategyContext, type WriteTransaction } from './kind.js';
+import { apiVersionOf, type KObject, type KindDecl, type KindSettings, type StrategyContext, type WriteTransaction, type WriteSubresource } from './kind.js';
 import { DEFAULT_BOOKMARK_INTERVAL_MS, openWatch, validateWatchOptions, type ApiWatch } from './watch.js';
 import { FieldSet, pe, refSchema, trackUpdate } from './managedfields.js';
 import type { KindFieldManager } from './fieldmanager.js';
@@ -767,7 +767,7 @@ export class ResourceStore {
     this.checkNamespace(scope, obj);
     const oldMeta = old.metadata ?? {};
     const ctx = this.ctx(scope, subresource);
-    const sub = subresource === '' ? undefined : this.decl.subresources?.[subresource as 'status' | 'finalize' | 'approval'];
+    const sub = subresource === '' ? undefined : this.decl.subresources?.[subresource as WriteSubresource];
     if (subresource !== '' && !sub) throw apiErrors.notFound(this.gr, name);
     if (oldMeta.generation !== undefined) meta.generation = oldMeta.generation;
     else delete meta.generation;

@@ -7,6 +7,7 @@
  *   - graceful deletion (CheckGracefulDelete): the requested grace period, else the pod's
  *     terminationGracePeriodSeconds; 0 for a pod not bound to a node or already terminal;
  *   - field selectors: ToSelectableFields; table: printPod (table.ts);
+ *   - pods/ephemeralcontainers: only spec.ephemeralContainers changes (gate EphemeralContainers);
  *   - pods/binding and pods/eviction (actions.ts), pods/log (log.ts), pods/exec, pods/attach and
  *     pods/portforward (streaming.ts).
  */
@@ -18,7 +19,7 @@ import { POD_COLUMNS } from './table.js';
 import { bindingAction, evictionAction } from './actions.js';
 import { logConnector } from './log.js';
 import { attachConnector, execConnector, portForwardConnector } from './streaming.js';
-import { validatePodCreate, validatePodStatusUpdate, validatePodUpdate } from './validation.js';
+import { validatePodCreate, validatePodEphemeralContainersUpdate, validatePodStatusUpdate, validatePodUpdate } from './validation.js';
 import type { FieldError } from '../../../util/validation.js';
 
 type Json = Record<string, any>;
@@ -132,6 +133,43 @@ const statusStrategy: SubresourceStrategy = {
   keeps: ['spec'],
 };
 
+const gateOff = (ctx: StrategyContext): boolean => ctx.featureGates['EphemeralContainers'] === false;
+const hasEphemeral = (obj: KObject): boolean => isObject(obj.spec) && objects(obj.spec['ephemeralContainers']).length > 0;
+
+/** DropDisabledPodFields for EphemeralContainers: with the gate off, a pod that did not have them gets none. */
+function dropDisabledEphemeral(obj: KObject, old: KObject | undefined, ctx: StrategyContext): void {
+  if (!gateOff(ctx) || (old && hasEphemeral(old)) || !isObject(obj.spec)) return;
+  delete obj.spec['ephemeralContainers'];
+  if (isObject(obj.status)) delete obj.status['ephemeralContainerStatuses'];
+}
+
+/**
+ * pods/ephemeralcontainers (1.23's podEphemeralContainersStrategy): the stored pod with only
+ * spec.ephemeralContainers taken from the request (and its name, namespace, resourceVersion and uid);
+ * served while the EphemeralContainers gate is on.
+ */
+const ephemeralContainersStrategy: SubresourceStrategy = {
+  prepareForUpdate(obj: KObject, old: KObject): void {
+    const meta = obj.metadata ?? {};
+    const next: unknown = isObject(obj.spec) ? obj.spec['ephemeralContainers'] : undefined;
+    for (const k of Object.keys(obj)) delete obj[k];
+    Object.assign(obj, structuredClone(old));
+    const m = (obj.metadata ??= {});
+    for (const k of ['name', 'namespace', 'resourceVersion', 'uid'] as const) {
+      if (meta[k] !== undefined) m[k] = meta[k];
+      else delete m[k];
+    }
+    const spec = (obj.spec ??= {}) as Json;
+    if (next !== undefined && next !== null) spec['ephemeralContainers'] = next;
+    else delete spec['ephemeralContainers'];
+  },
+  validateUpdate(obj: KObject, old: KObject, ctx: StrategyContext): FieldError[] {
+    return validatePodEphemeralContainersUpdate(obj, old, ctx);
+  },
+  keeps: ['status'],
+  featureGate: 'EphemeralContainers',
+};
+
 export const podKind: KindDecl = {
   group: '',
   version: 'v1',
@@ -163,13 +201,15 @@ export const podKind: KindDecl = {
   strategy: {
     allowCreateOnUpdate: false,
     allowUnconditionalUpdate: true,
-    prepareForCreate(obj: KObject): void {
+    prepareForCreate(obj: KObject, ctx: StrategyContext): void {
+      dropDisabledEphemeral(obj, undefined, ctx);
       defaultPod(obj);
       obj.status = { phase: 'Pending', qosClass: podQOSClass(obj) };
     },
-    prepareForUpdate(obj: KObject, old: KObject): void {
+    prepareForUpdate(obj: KObject, old: KObject, ctx: StrategyContext): void {
       if (old.status !== undefined) obj.status = structuredClone(old.status);
       else delete obj.status;
+      dropDisabledEphemeral(obj, old, ctx);
     },
     default(obj: KObject): void {
       defaultPod(obj);
@@ -183,7 +223,7 @@ export const podKind: KindDecl = {
     canonicalize: canonicalizePod,
     checkGracefulDelete: podGracePeriod,
   },
-  subresources: { status: statusStrategy },
+  subresources: { status: statusStrategy, ephemeralcontainers: ephemeralContainersStrategy },
   actions: { binding: bindingAction, eviction: evictionAction },
   connectors: { attach: attachConnector, exec: execConnector, log: logConnector, portforward: portForwardConnector },
 };

@@ -682,6 +682,66 @@ function validateInitContainers(init: unknown, containers: unknown, volumes: Map
   return errs;
 }
 
+/** The EphemeralContainerCommon fields an ephemeral container may not set (1.23's allowedEphemeralContainerFields), in field order. */
+const EPHEMERAL_FORBIDDEN_FIELDS = ['ports', 'resources', 'livenessProbe', 'readinessProbe', 'startupProbe', 'lifecycle'];
+
+/** A Go zero value: absent, null, false, 0, '', or an empty list or object (nil maps and slices). */
+const isZero = (v: unknown): boolean =>
+  v === undefined || v === null || v === false || v === 0 || v === '' || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.values(v).every(isZero));
+
+/**
+ * validateEphemeralContainers (1.23): each is checked as a one-container list (so its paths carry a second
+ * index, as 1.23's do), names are unique across every container list, targetContainerName names a container
+ * listed before it, and ports, resources, probes and lifecycle are forbidden.
+ */
+function validateEphemeralContainers(spec: Json, volumes: Map<string, Json>, path: FieldPath, ctx: StrategyContext): FieldError[] {
+  const ecs = objects(spec['ephemeralContainers']);
+  const errs: FieldError[] = [];
+  if (ecs.length === 0) return errs;
+  const names = new Set([...objects(spec['containers']), ...objects(spec['initContainers'])].map((c) => s(c['name'])));
+  ecs.forEach((ec, i) => {
+    const p = path.index(i);
+    const target = s(ec['targetContainerName']);
+    if (target !== '' && !names.has(target)) errs.push(notFound(p.child('targetContainerName'), target));
+    const name = s(ec['name']);
+    if (name === '') {
+      errs.push(required(p, 'ephemeralContainer requires a name'));
+      return;
+    }
+    const common: Json = { ...ec };
+    delete common['targetContainerName'];
+    errs.push(...validateContainers([common], volumes, p, ctx));
+    const image = s(ec['image']);
+    if (image.trim() !== image) errs.push(invalid(p.index(0).child('image'), image, 'must not have leading or trailing whitespace'));
+    if (names.has(name)) errs.push(duplicate(p.child('name'), name));
+    else names.add(name);
+    for (const f of EPHEMERAL_FORBIDDEN_FIELDS) if (!isZero(ec[f])) errs.push(forbidden(p.child(f), 'cannot be set for an Ephemeral Container'));
+  });
+  return errs;
+}
+
+/**
+ * ValidatePodEphemeralContainersUpdate (pods/ephemeralcontainers, 1.23): the new list is valid, and every
+ * existing ephemeral container is still there, unchanged (matched by name: a patch may reorder them).
+ */
+export function validatePodEphemeralContainersUpdate(obj: KObject, old: KObject, ctx: StrategyContext): FieldError[] {
+  const spec: Json = isObject(obj.spec) ? obj.spec : {};
+  const oldSpec: Json = isObject(old.spec) ? old.spec : {};
+  const path = root('spec', 'ephemeralContainers');
+  const { names: volumes } = validateVolumes(spec['volumes'], root('spec', 'volumes'));
+  const errs = validateEphemeralContainers(spec, volumes, path, ctx);
+  const byName = new Map(objects(spec['ephemeralContainers']).map((c) => [s(c['name']), c]));
+  for (const prev of objects(oldSpec['ephemeralContainers'])) {
+    const name = s(prev['name']);
+    const next = byName.get(name);
+    if (!next) errs.push(forbidden(path, `existing ephemeral containers ${JSON.stringify(name)} may not be removed\n`));
+    else if (!deepEqual(prev, next)) {
+      errs.push(forbidden(path.child(name), `existing ephemeral containers ${JSON.stringify(name)} may not be changed\n${specDiff(next, prev, name).join('\n')}`));
+    }
+  }
+  return errs;
+}
+
 // ---------------------------------------------------------------------------------------------------
 // The pod spec
 // ---------------------------------------------------------------------------------------------------
@@ -827,6 +887,7 @@ export function validatePodSpec(spec: Json, path: FieldPath, ctx: StrategyContex
   const { names: volumes, errs } = validateVolumes(spec['volumes'], path.child('volumes'));
   errs.push(...validateContainers(spec['containers'], volumes, path.child('containers'), ctx));
   errs.push(...validateInitContainers(spec['initContainers'], spec['containers'], volumes, path.child('initContainers'), ctx));
+  errs.push(...validateEphemeralContainers(spec, volumes, path.child('ephemeralContainers'), ctx));
   errs.push(...validateRestartPolicy(spec['restartPolicy'], path.child('restartPolicy')));
   errs.push(...validateDNSPolicy(spec['dnsPolicy'], path.child('dnsPolicy')));
   errs.push(...validateLabels(spec['nodeSelector'], path.child('nodeSelector')));

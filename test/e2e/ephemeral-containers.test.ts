@@ -1,0 +1,174 @@
+// End to end: kubectl debug (ephemeral containers) as Kubernetes 1.23 serves it with the EphemeralContainers
+// gate (beta, on by default): the pods/ephemeralcontainers subresource (GET, PUT, strategic merge PATCH on
+// name) with 1.23's validation, spec.ephemeralContainers refused on create and on an ordinary update,
+// discovery, and the gate turned off.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
+
+type Json = Record<string, any>;
+
+/** kubectl versions to drive `kubectl debug` with (1.27 and 1.33 where installed, else the one on PATH). */
+const VERSIONS = ['1.27', '1.33'].filter((v) => kubectlPath(v) !== null);
+const NS = '/api/v1/namespaces/default/pods';
+
+const podObj = (name: string, spec: Json = {}): Json => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default' },
+  spec: { nodeName: 'nowhere', terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, containers: [{ name: 'main', image: 'busybox', command: ['sleep', '600'] }], ...spec },
+});
+
+const causes = (body: Json): string[] => ((body?.details?.causes ?? []) as Json[]).map((c) => `${c.field}: ${c.reason}`);
+
+void describe('pods/ephemeralcontainers on the server', () => {
+  let c: TestCluster;
+  before(async () => {
+    c = await startCluster();
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  const create = async (obj: Json): Promise<Json> => {
+    const r = await c.request('POST', NS, { body: obj });
+    assert.equal(r.status, 201, r.text);
+    return r.json as Json;
+  };
+  const ephemeral = (name: string, extra: Json = {}): Json => ({ name, image: 'busybox', command: ['sh', '-c', 'echo hi'], ...extra });
+  /** A strategic merge patch of pods/ephemeralcontainers adding `ecs`. */
+  const addEphemeral = (pod: string, ...ecs: Json[]) =>
+    c.request('PATCH', `${NS}/${pod}/ephemeralcontainers`, { body: { spec: { ephemeralContainers: ecs } }, contentType: 'application/strategic-merge-patch+json' });
+
+  void it('discovery lists pods/ephemeralcontainers (get, patch, update; kind Pod) and OpenAPI its routes', async () => {
+    const r = await c.request('GET', '/api/v1');
+    const res = (r.json.resources as Json[]).find((x) => x.name === 'pods/ephemeralcontainers');
+    assert.deepEqual(res, { name: 'pods/ephemeralcontainers', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get', 'patch', 'update'] });
+    const api = await c.request('GET', '/openapi/v2');
+    const path = (api.json.paths as Json)['/api/v1/namespaces/{namespace}/pods/{name}/ephemeralcontainers'] as Json;
+    assert.equal(path.get.operationId, 'readCoreV1NamespacedPodEphemeralcontainers');
+    assert.equal(path.put.operationId, 'replaceCoreV1NamespacedPodEphemeralcontainers');
+    assert.equal(path.patch.operationId, 'patchCoreV1NamespacedPodEphemeralcontainers');
+  });
+
+  void it('spec.ephemeralContainers is refused on create and may not change through an ordinary update', async () => {
+    const r = await c.request('POST', NS, { body: podObj('eph-create', { ephemeralContainers: [ephemeral('dbg')] }) });
+    assert.equal(r.status, 422, r.text);
+    assert.deepEqual(causes(r.json as Json), ['spec.ephemeralContainers: FieldValueForbidden']);
+    assert.match(r.json.message as string, /spec\.ephemeralContainers: Forbidden: cannot be set on create/);
+    const pod = await create(podObj('eph-update'));
+    pod.spec.ephemeralContainers = [{ ...ephemeral('dbg'), imagePullPolicy: 'Always', terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' }];
+    const u = await c.request('PUT', `${NS}/eph-update`, { body: pod });
+    assert.equal(u.status, 422, u.text);
+    assert.match(u.json.message as string, /spec: Forbidden: pod updates may not change fields other than/);
+  });
+
+  void it('GET answers the pod; a strategic merge PATCH adds a defaulted ephemeral container and keeps the rest of the pod', async () => {
+    await create(podObj('eph-get', { initContainers: [{ name: 'init', image: 'busybox', command: ['true'] }] }));
+    const g = await c.request('GET', `${NS}/eph-get/ephemeralcontainers`);
+    assert.equal(g.status, 200, g.text);
+    assert.equal(g.json.kind, 'Pod');
+    assert.equal(g.json.metadata.name, 'eph-get');
+    const p = await addEphemeral('eph-get', { ...ephemeral('dbg', { targetContainerName: 'main' }) });
+    assert.equal(p.status, 200, p.text);
+    const ec = (p.json.spec.ephemeralContainers as Json[])[0]!;
+    assert.equal(ec.name, 'dbg');
+    assert.equal(ec.targetContainerName, 'main');
+    assert.equal(ec.terminationMessagePolicy, 'File');
+    assert.equal(ec.imagePullPolicy, 'Always');
+    // A second one merges in by name: the first is kept (after it, as Kubernetes' merge puts patch-only items
+    // first); labels sent through the subresource are not taken.
+    const second = await c.request('PATCH', `${NS}/eph-get/ephemeralcontainers`, {
+      body: { metadata: { labels: { taken: 'no' } }, spec: { ephemeralContainers: [ephemeral('dbg2')] } },
+      contentType: 'application/strategic-merge-patch+json',
+    });
+    assert.equal(second.status, 200, second.text);
+    assert.deepEqual((second.json.spec.ephemeralContainers as Json[]).map((x) => x.name), ['dbg2', 'dbg']);
+    assert.equal(second.json.metadata.labels?.taken, undefined);
+    // PUT of the whole pod: other spec changes are not taken either.
+    const put = structuredClone(second.json as Json);
+    put.spec.activeDeadlineSeconds = 5;
+    put.spec.ephemeralContainers.push({ ...ephemeral('dbg3'), imagePullPolicy: 'IfNotPresent', terminationMessagePolicy: 'File' });
+    const u = await c.request('PUT', `${NS}/eph-get/ephemeralcontainers`, { body: put });
+    assert.equal(u.status, 200, u.text);
+    assert.deepEqual((u.json.spec.ephemeralContainers as Json[]).map((x) => x.name), ['dbg2', 'dbg', 'dbg3']);
+    assert.equal(u.json.spec.activeDeadlineSeconds, undefined);
+  });
+
+  void it('1.23 validation: no ports, probes, resources or lifecycle; unique names; an existing target; no removal or change', async () => {
+    await create(podObj('eph-valid', { initContainers: [{ name: 'init', image: 'busybox', command: ['true'] }] }));
+    const bad = await addEphemeral('eph-valid', {
+      ...ephemeral('dbg'),
+      ports: [{ containerPort: 80 }],
+      resources: { limits: { cpu: '1' } },
+      readinessProbe: { exec: { command: ['true'] } },
+      lifecycle: { preStop: { exec: { command: ['true'] } } },
+    });
+    assert.equal(bad.status, 422, bad.text);
+    assert.deepEqual(causes(bad.json as Json), [
+      'spec.ephemeralContainers[0].ports: FieldValueForbidden',
+      'spec.ephemeralContainers[0].resources: FieldValueForbidden',
+      'spec.ephemeralContainers[0].readinessProbe: FieldValueForbidden',
+      'spec.ephemeralContainers[0].lifecycle: FieldValueForbidden',
+    ]);
+    assert.match(bad.json.message as string, /spec\.ephemeralContainers\[0\]\.ports: Forbidden: cannot be set for an Ephemeral Container/);
+    for (const taken of ['main', 'init']) {
+      const dup = await addEphemeral('eph-valid', ephemeral(taken));
+      assert.equal(dup.status, 422, dup.text);
+      assert.deepEqual(causes(dup.json as Json), ['spec.ephemeralContainers[0].name: FieldValueDuplicate']);
+    }
+    const target = await addEphemeral('eph-valid', ephemeral('dbg', { targetContainerName: 'missing' }));
+    assert.equal(target.status, 422, target.text);
+    assert.deepEqual(causes(target.json as Json), ['spec.ephemeralContainers[0].targetContainerName: FieldValueNotFound']);
+    const noImage = await addEphemeral('eph-valid', { name: 'dbg' });
+    assert.equal(noImage.status, 422, noImage.text);
+    assert.deepEqual(causes(noImage.json as Json), ['spec.ephemeralContainers[0][0].image: FieldValueRequired']);
+    assert.equal((await addEphemeral('eph-valid', ephemeral('dbg'))).status, 200);
+    // Existing ones: a change is forbidden, and so is a removal (a PUT without it).
+    const changed = await addEphemeral('eph-valid', ephemeral('dbg', { command: ['sh', '-c', 'echo changed'] }));
+    assert.equal(changed.status, 422, changed.text);
+    assert.deepEqual(causes(changed.json as Json), ['spec.ephemeralContainers.dbg: FieldValueForbidden']);
+    assert.match(changed.json.message as string, /existing ephemeral containers "dbg" may not be changed/);
+    const got = (await c.request('GET', `${NS}/eph-valid/ephemeralcontainers`)).json as Json;
+    got.spec.ephemeralContainers = [];
+    const removed = await c.request('PUT', `${NS}/eph-valid/ephemeralcontainers`, { body: got });
+    assert.equal(removed.status, 422, removed.text);
+    assert.match(removed.json.message as string, /spec\.ephemeralContainers: Forbidden: existing ephemeral containers "dbg" may not be removed/);
+  });
+
+  for (const version of VERSIONS) {
+    void it(`kubectl ${version} debug adds an ephemeral container`, async () => {
+      const name = `eph-kubectl-${version.replace('.', '')}`;
+      await create(podObj(name));
+      const r = await c.kubectl(['debug', name, '--image=busybox', '--container=debugger', '--', 'sh', '-c', 'echo hi'], { version });
+      assert.equal(r.code, 0, r.stderr);
+      const pod = JSON.parse((await c.kubectl(['get', 'pod', name, '-o', 'json'])).stdout) as Json;
+      const ec = (pod.spec.ephemeralContainers as Json[])[0]!;
+      assert.equal(ec.name, 'debugger');
+      assert.deepEqual(ec.command, ['sh', '-c', 'echo hi']);
+    });
+  }
+});
+
+void describe('pods/ephemeralcontainers with the EphemeralContainers gate off', () => {
+  let c: TestCluster;
+  before(async () => {
+    c = await startCluster(['--feature-gates=EphemeralContainers=false']);
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  void it('the subresource is not served, not listed, and spec.ephemeralContainers is dropped on create', async () => {
+    const r = await c.request('GET', '/api/v1');
+    assert.equal((r.json.resources as Json[]).some((x) => x.name === 'pods/ephemeralcontainers'), false);
+    const created = await c.request('POST', NS, { body: podObj('gated', { ephemeralContainers: [{ name: 'dbg', image: 'busybox' }] }) });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.json.spec.ephemeralContainers, undefined);
+    const g = await c.request('GET', `${NS}/gated/ephemeralcontainers`);
+    assert.equal(g.status, 404, g.text);
+    const k = await c.kubectl(['debug', 'gated', '--image=busybox', '--', 'true']);
+    assert.notEqual(k.code, 0);
+    assert.match(k.stderr, /ephemeral containers are disabled for this cluster/);
+  });
+});
