@@ -16,7 +16,7 @@ import type { ApiClient } from './client/client.js';
 import type { BackoffOptions } from './backoff.js';
 import type { Json } from './client/client.js';
 import { NO_EVENTS } from './events.js';
-import { ContainerGC, DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, ImageGC, nodeImages, type ContainerGCPolicy, type ImageGCPolicy } from './gc.js';
+import { ContainerGC, DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, ImageGC, nodeImages, PodContainerDeletor, type ContainerGCPolicy, type ImageGCPolicy } from './gc.js';
 import type { SysctlAllowlist } from './sysctl.js';
 import { admitUnderPressure, dirUsage, EvictionManager, observe, type Observations, type PodUsage, type Signal, type Threshold } from './eviction.js';
 import { ContainerLogManager } from './logrotate.js';
@@ -183,6 +183,8 @@ export class Agent implements ServerHost {
   private readonly logManager: ContainerLogManager | undefined;
   private unsubscribe: (() => void) | undefined;
   readonly containerGC: ContainerGC;
+  /** kubelet's container deletor (dead containers removed as they die); a runtime of images only. */
+  readonly containerDeletor: PodContainerDeletor | undefined;
   readonly imageGC: ImageGC | undefined;
   readonly runtimeState: RuntimeState;
   readonly resourceManagers: ResourceManagers | undefined;
@@ -257,6 +259,19 @@ export class Agent implements ServerHost {
       allSourcesReady: () => this.sourcesReady,
       log: (l, m) => this.log(l, m),
     });
+    if (this.runtime.runsImages === true) {
+      this.containerDeletor = new PodContainerDeletor({
+        runtime: this.runtime,
+        maxPerPodContainer: (config.gc?.containers ?? DEFAULT_CONTAINER_GC).maxPerPodContainer,
+        // kubelet's ShouldPodContentBeRemoved: evicted, or deleted and terminated; a pod no worker holds once the sources are ready
+        removeAll: (uid) => {
+          if (this.workers.state(uid) === undefined && !this.merge.has(uid)) return this.sourcesReady;
+          const verdict = this.syncer.verdictOf(uid);
+          return (verdict !== undefined && verdict.rejected !== true) || (this.workers.deleted(uid) && this.workers.state(uid) === 'terminated');
+        },
+        log: (l, m) => this.log(l, m),
+      });
+    }
     if (this.runtime.images) {
       const images = this.runtime.images;
       this.imageGC = new ImageGC({
@@ -305,6 +320,7 @@ export class Agent implements ServerHost {
       // container deletor keeps max(--maximum-dead-containers-per-container, 1): -1 keeps one as well)
       leaveDeadInstancesToGC: (config.gc?.containers?.maxPerPodContainer ?? 1) > 1,
       ...(config.cgroups ? { beforeSandbox: (pod: Pod) => config.cgroups!.ensurePod(pod) } : {}),
+      nodeRef: () => this.api?.node?.nodeRef(),
     });
     this.workers = new PodWorkers(this.syncer, {
       onError: (pod, err) => this.log('error', `sync of pod ${podFullName(pod)} failed: ${err instanceof Error ? err.message : String(err)}`),
@@ -327,6 +343,8 @@ export class Agent implements ServerHost {
       // A container only starts through a pass of its pod's worker, which reads the container's state
       // after the start and writes the pod's status from it: a start needs no pass of its own.
       if (e.type === 'CONTAINER_STARTED_EVENT') return;
+      // kubelet's ContainerDied: the pod's dead containers beyond the deletor's count go (cleanUpContainersInPod)
+      if (e.type === 'CONTAINER_STOPPED_EVENT') this.containerDeletor?.containerDied(e.containerId);
       const uid = this.syncer.uidOfSandbox(e.podSandboxId);
       if (uid !== undefined) this.workers.sync(uid);
     });

@@ -162,6 +162,110 @@ export class ContainerGC {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The container deletor (kubelet's podContainerDeletor): dead containers removed as they die
+
+/** kubelet's containerDeletorBufferLimit: removals waiting beyond this many are dropped (the periodic GC gets them). */
+export const DELETOR_BUFFER_LIMIT = 50;
+/** kubelet's minDeadContainerInPod: the deletor keeps at least this many dead instances per container. */
+export const MIN_DEAD_CONTAINER_IN_POD = 1;
+
+export interface ContainerDeletorOptions {
+  runtime: Runtime;
+  /** --maximum-dead-containers-per-container: the deletor keeps max(this, 1) per container. */
+  maxPerPodContainer: number;
+  /**
+   * kubelet's ShouldPodContentBeRemoved: whether every dead container of the pod goes (it was
+   * evicted, or deleted and terminated, or the agent does not hold it once its sources are ready).
+   */
+  removeAll: (uid: string) => boolean;
+  log?: (level: 'info' | 'error', message: string) => void;
+}
+
+/**
+ * kubelet's podContainerDeletor, fed by the ContainerDied events of its PLEG (cleanUpContainersInPod):
+ * when a container dies, the exited containers of the same pod and container name beyond the newest
+ * max(--maximum-dead-containers-per-container, 1) are removed (newest: highest attempt, then latest
+ * created); when the pod's content should go, every exited container of the pod. Containers that are
+ * created and never started, or of unknown state, are not the deletor's. Removals run one at a time,
+ * in order; at most 50 wait (more are dropped with a warning, left to the periodic collection).
+ */
+export class PodContainerDeletor {
+  readonly containersToKeep: number;
+  /** Deaths waiting to be looked at, in order. */
+  private chain: Promise<void> = Promise.resolve();
+  /** Removals asked for and not yet done (kubelet's buffered channel), and the loop working on them. */
+  private readonly queue: string[] = [];
+  private working: Promise<void> | undefined;
+
+  constructor(private readonly o: ContainerDeletorOptions) {
+    this.containersToKeep = Math.max(o.maxPerPodContainer, MIN_DEAD_CONTAINER_IN_POD);
+  }
+
+  /** A ContainerDied event of container `id`. */
+  containerDied(id: string): void {
+    this.chain = this.chain
+      .then(() => this.cleanUp(id))
+      .catch((err: unknown) => this.o.log?.('error', `[pod_container_deletor] ${err instanceof Error ? err.message : String(err)}`));
+  }
+
+  /** Resolves when every death reported so far was looked at and the removals it asked for are done. */
+  async idle(): Promise<void> {
+    await this.chain;
+    while (this.working) await this.working;
+  }
+
+  /**
+   * The containers to remove after container `id` died, from the runtime's containers now (kubelet's
+   * getContainersToDeleteInPod); undefined when `id` is not among them.
+   */
+  static toDelete(all: readonly ContainerSummary[], id: string, keep: number, removeAll: (uid: string) => boolean): string[] | undefined {
+    const died = all.find((c) => c.id === id);
+    if (!died) return undefined;
+    const uid = died.labels[LABEL_POD_UID] ?? '';
+    const everything = removeAll(uid);
+    const name = containerName(died);
+    const candidates = all.filter(
+      (c) => c.state === 'CONTAINER_EXITED' && (c.labels[LABEL_POD_UID] ?? '') === uid && (everything || containerName(c) === name),
+    );
+    const n = everything ? 0 : keep;
+    if (candidates.length <= n) return [];
+    candidates.sort((a, b) => b.metadata.attempt - a.metadata.attempt || b.createdAt.getTime() - a.createdAt.getTime());
+    return candidates.slice(n).map((c) => c.id);
+  }
+
+  private async cleanUp(id: string): Promise<void> {
+    const ids = PodContainerDeletor.toDelete(await this.o.runtime.listContainers(), id, this.containersToKeep, this.o.removeAll);
+    if (ids === undefined) {
+      this.o.log?.('info', `Container "${id}" not found in pod's containers`);
+      return;
+    }
+    for (const victim of ids) {
+      if (this.queue.length >= DELETOR_BUFFER_LIMIT) {
+        this.o.log?.('error', `Failed to issue the request to remove container ${victim}`);
+        continue;
+      }
+      this.queue.push(victim);
+    }
+    if (this.queue.length > 0 && this.working === undefined) this.working = this.work();
+  }
+
+  private async work(): Promise<void> {
+    await Promise.resolve(); // this.working is set before the loop can end
+    try {
+      for (let id = this.queue.shift(); id !== undefined; id = this.queue.shift()) {
+        try {
+          await this.o.runtime.removeContainer(id);
+        } catch (err) {
+          this.o.log?.('error', `[pod_container_deletor] DeleteContainer returned error for (id=${id}): ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+    } finally {
+      this.working = undefined;
+    }
+  }
+}
+
 function containerName(c: ContainerSummary): string {
   return c.labels[LABEL_CONTAINER_NAME] ?? c.metadata.name;
 }

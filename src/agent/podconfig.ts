@@ -80,13 +80,31 @@ interface PodDNSConfig {
   options?: { name: string; value?: string }[];
 }
 
-/** kubelet's DNS configuration of a pod (pkg/kubelet/network/dns): dnsPolicy, then spec.dnsConfig merged in. */
-export function podDNSConfig(pod: Pod, o: PodConfigOptions): DNSConfig {
+/** kubelet 1.23's MissingClusterDNS message (the node's event; the pod's is prefixed with `pod: "<name>_<namespace>(<uid>)". `). */
+export const MISSING_CLUSTER_DNS_MESSAGE = 'kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.';
+
+/** Whether the pod's dnsPolicy asks for the cluster's DNS (ClusterFirst off the host network, ClusterFirstWithHostNet) and the agent has none. */
+export function missingClusterDNS(pod: Pod, o: PodConfigOptions): boolean {
+  const spec = pod.spec as { dnsPolicy?: string; hostNetwork?: boolean };
+  const policy = spec.dnsPolicy ?? 'ClusterFirst';
+  const cluster = policy === 'ClusterFirstWithHostNet' || (policy === 'ClusterFirst' && spec.hostNetwork !== true);
+  return cluster && (o.clusterDNS ?? []).length === 0;
+}
+
+/**
+ * kubelet's DNS configuration of a pod (pkg/kubelet/network/dns): dnsPolicy, then spec.dnsConfig merged in.
+ * `onMissingClusterDNS` is called when the pod's policy asks for the cluster's DNS and the agent has no
+ * --cluster-dns (the pod falls back to Default): kubelet's MissingClusterDNS warnings.
+ */
+export function podDNSConfig(pod: Pod, o: PodConfigOptions, onMissingClusterDNS?: () => void): DNSConfig {
   const spec = pod.spec as { dnsPolicy?: string; hostNetwork?: boolean; dnsConfig?: PodDNSConfig };
   let policy = spec.dnsPolicy ?? 'ClusterFirst';
   const clusterDNS = o.clusterDNS ?? [];
   if (policy === 'ClusterFirst' && spec.hostNetwork) policy = 'Default';
-  if ((policy === 'ClusterFirst' || policy === 'ClusterFirstWithHostNet') && clusterDNS.length === 0) policy = 'Default';
+  if (missingClusterDNS(pod, o)) {
+    onMissingClusterDNS?.();
+    policy = 'Default';
+  }
   const host = readResolvConf(o.resolvConf ?? '/etc/resolv.conf');
   let cfg: DNSConfig = { servers: [], searches: [], options: [] };
   if (policy === 'Default') {

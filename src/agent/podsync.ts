@@ -27,9 +27,9 @@ import type { FlexVolumes } from './flexvolume.js';
 import { ProbeManager } from './prober.js';
 import { containerMounts, processMountView, setUpVolumes, tearDownVolumes, unmountOrphans, type TmpfsState } from './volumes.js';
 import { Backoff, backoffMessage, KUBELET_BACKOFF, type BackoffOptions } from './backoff.js';
-import { NO_EVENTS, type EventSink, type EventType } from './events.js';
+import { NO_EVENTS, type EventSink, type EventType, type ObjectReference } from './events.js';
 import { ImagePuller } from './images.js';
-import { containerResources, imageSecurityContext, podDNSConfig, podPortMappings, podSandboxLinux, type PodConfigOptions } from './podconfig.js';
+import { containerResources, imageSecurityContext, MISSING_CLUSTER_DNS_MESSAGE, missingClusterDNS, podDNSConfig, podPortMappings, podSandboxLinux, type PodConfigOptions } from './podconfig.js';
 import { effectiveSecurityContext, resolveIdentity } from './runtime/identity.js';
 import { RuntimeError, type ContainerConfig, type PodSandboxConfig, type Runtime } from './runtime/runtime.js';
 import type * as rt from './runtime/runtime.js';
@@ -109,6 +109,8 @@ export interface PodSyncerOptions {
   };
   /** Before a pod's sandbox is made: its cgroup (cgroups/manager.ts ensurePod); a failure fails the pass. */
   beforeSandbox?: (pod: Pod) => Promise<void>;
+  /** The node's reference for events about the node (kubelet's nodeRef); none: no such events. */
+  nodeRef?: () => ObjectReference | undefined;
 }
 
 /** Why a pod must not run (any more): admission refused it, or it was evicted. */
@@ -202,6 +204,26 @@ export class PodSyncer implements PodLifecycle {
     this.events.event({ kind: 'Pod', apiVersion: 'v1', namespace, name, uid }, type, reason, message);
   }
 
+  /**
+   * kubelet 1.23's MissingClusterDNS warnings (network/dns GetPodDNS, each time it makes the pod's sandbox
+   * config): the pod asks for the cluster's DNS and the agent has no --cluster-dns, so it gets the node's
+   * (Default). One event about the node, one about the pod; each also logged as kubelet's event
+   * broadcaster does at -v=3.
+   */
+  private missingClusterDNS(pod: Pod): void {
+    const { name, namespace, uid } = pod.metadata;
+    const node = this.o.nodeRef?.();
+    const logEvent = (object: string, kind: string, message: string): void =>
+      this.o.logger?.v(3).info('Event occurred', 'object', object, 'kind', kind, 'apiVersion', kind === 'Pod' ? 'v1' : '', 'type', 'Warning', 'reason', 'MissingClusterDNS', 'message', message);
+    if (node) {
+      this.events.event(node, 'Warning', 'MissingClusterDNS', MISSING_CLUSTER_DNS_MESSAGE);
+      logEvent(node.name, 'Node', MISSING_CLUSTER_DNS_MESSAGE);
+    }
+    const message = `pod: "${name}_${namespace}(${uid})". ${MISSING_CLUSTER_DNS_MESSAGE}`;
+    this.podEvent(pod, 'Warning', 'MissingClusterDNS', message);
+    logEvent(`${namespace}/${name}`, 'Pod', message);
+  }
+
   /** An event about container `c` of `pod` (kubelet's reference with fieldPath spec.containers{name}). */
   private containerEvent(pod: Pod, c: Container, type: EventType, reason: string, message: string): void {
     const init = (pod.spec.initContainers ?? []).some((x) => x.name === c.name);
@@ -235,6 +257,11 @@ export class PodSyncer implements PodLifecycle {
     st.waiting.clear();
     if (st.sandboxId === undefined) await this.adopt(pod, st);
     const sandboxId = await this.ensureSandbox(pod, st);
+    // kubelet's SyncPod makes the sandbox config again before it starts containers (its step 5): the
+    // DNS warning of every pass of a pod that still runs
+    if (this.o.runtime.runsImages && missingClusterDNS(pod, this.o.podConfig ?? {}) && !isTerminal(this.o.statusManager.peek(pod.metadata.uid)?.status?.phase ?? 'Pending')) {
+      this.missingClusterDNS(pod);
+    }
     this.objects.setPodRefs(pod.metadata.uid, podObjectRefs(pod));
     let instances = await this.instances(st, pod);
     let requeue: number | undefined;
@@ -460,7 +487,7 @@ export class PodSyncer implements PodLifecycle {
       const s = await this.o.runtime.podSandboxStatus(st.sandboxId).catch(() => undefined);
       if (s?.state === 'SANDBOX_READY') return st.sandboxId;
     }
-    const config = this.sandboxConfig(pod, st.sandboxConfig ? st.sandboxConfig.metadata.attempt + 1 : 0);
+    const config = this.sandboxConfig(pod, st.sandboxConfig ? st.sandboxConfig.metadata.attempt + 1 : 0, true);
     await this.o.beforeSandbox?.(pod).catch((err: unknown) => {
       this.podEvent(pod, 'Warning', 'FailedToCreatePodContainer', `unable to ensure pod container exists: ${errorText(err)}`);
       throw err;
@@ -474,8 +501,8 @@ export class PodSyncer implements PodLifecycle {
     return st.sandboxId;
   }
 
-  /** The sandbox config of a pod (kubelet's generatePodSandboxConfig). */
-  private sandboxConfig(pod: Pod, attempt: number): PodSandboxConfig {
+  /** The sandbox config of a pod (kubelet's generatePodSandboxConfig); `creating`: for a new sandbox (its DNS warnings are given). */
+  private sandboxConfig(pod: Pod, attempt: number, creating = false): PodSandboxConfig {
     const { name, namespace, uid } = pod.metadata;
     const config: PodSandboxConfig = {
       metadata: { name, namespace, uid, attempt },
@@ -487,7 +514,7 @@ export class PodSyncer implements PodLifecycle {
     if (this.o.runtime.runsImages) {
       const o = this.o.podConfig ?? {};
       config.linux = podSandboxLinux(pod, o);
-      config.dnsConfig = podDNSConfig(pod, o);
+      config.dnsConfig = podDNSConfig(pod, o, creating ? () => this.missingClusterDNS(pod) : undefined);
       const ports = podPortMappings(pod);
       if (ports.length > 0) config.portMappings = ports;
     }

@@ -205,8 +205,22 @@ export function qosClass(pod: Pod): string {
 /** The whole pod status. */
 export function buildPodStatus(input: PodStatusInput): PodStatus {
   const { pod, instances, waiting, old, now } = input;
-  const initStatuses = (pod.spec.initContainers ?? []).map((c) => containerStatusOf(c, instances.get(c.name), waiting.get(c.name)));
-  const statuses = pod.spec.containers.map((c) => containerStatusOf(c, instances.get(c.name), waiting.get(c.name), input.probes));
+  // kubelet's convertToAPIContainerStatuses: a container the runtime no longer has (its dead instances
+  // removed: the container deletor, the GC) keeps the terminated state it had
+  const kept = (list: ContainerStatus[] | undefined, c: Container, inst: ContainerInstances | undefined): ContainerStatus | undefined => {
+    if (inst?.latest !== undefined) return undefined;
+    const prev = list?.find((s) => s.name === c.name);
+    return prev?.state.terminated ? { ...prev, name: c.name, image: c.image, ready: false, started: false } : undefined;
+  };
+  const statusOf = (list: ContainerStatus[] | undefined, c: Container, probes?: Readiness): ContainerStatus => {
+    const inst = instances.get(c.name);
+    const w = waiting.get(c.name);
+    const prev = kept(list, c, inst);
+    if (!prev) return containerStatusOf(c, inst, w, probes);
+    return w ? { ...prev, lastState: prev.state, state: { waiting: { reason: w.reason, ...(w.message !== undefined ? { message: w.message } : {}) } } } : prev;
+  };
+  const initStatuses = (pod.spec.initContainers ?? []).map((c) => statusOf(old?.initContainerStatuses, c));
+  const statuses = pod.spec.containers.map((c) => statusOf(old?.containerStatuses, c, input.probes));
   if (!initDone(initStatuses)) {
     for (const s of statuses) if (s.state.waiting?.reason === 'ContainerCreating') s.state.waiting.reason = 'PodInitializing';
   }

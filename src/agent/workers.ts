@@ -87,6 +87,11 @@ export class PodWorkers {
     return this.workers.get(uid)?.state;
   }
 
+  /** Whether the pod of a worker was deleted (kubelet's podSyncStatus IsDeleted). */
+  deleted(uid: string): boolean {
+    return this.workers.get(uid)?.deleteGrace !== undefined;
+  }
+
   uids(): string[] {
     return [...this.workers.keys()];
   }

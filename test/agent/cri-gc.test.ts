@@ -5,7 +5,7 @@
 // test/e2e/orchlet-node-containerd.test.ts shows the same on containerd.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ContainerGC, ImageGC, nodeImages, type ContainerGCPolicy, type ImageGCPolicy } from '../../src/agent/gc.js';
+import { ContainerGC, DELETOR_BUFFER_LIMIT, ImageGC, nodeImages, PodContainerDeletor, type ContainerGCPolicy, type ImageGCPolicy } from '../../src/agent/gc.js';
 import { RuntimeState } from '../../src/agent/node/runtimestate.js';
 import { aggregateMessage } from '../../src/agent/node/nodestatus.js';
 import { goDuration } from '../../src/agent/runtime/cri.js';
@@ -123,6 +123,80 @@ void describe('container garbage collection', () => {
     const r = await gcOf(fakeRuntime(list, sandboxes), {}, (uid) => uid === 'p').collect();
     assert.deepEqual(r.sandboxes.sort(), ['g-1', 'g-2', 'p-mid']);
     assert.deepEqual(sandboxes.map((s) => s.id).sort(), ['g-ready', 'p-new', 'p-old']);
+  });
+});
+
+void describe('container deletor (kubelet\'s podContainerDeletor, on each ContainerDied)', () => {
+  const attempt = (c: ContainerSummary, n: number): ContainerSummary => ({ ...c, metadata: { ...c.metadata, attempt: n } });
+  const deletorOf = (list: ContainerSummary[], maxPerPodContainer: number, removeAll: (uid: string) => boolean = () => false, log?: (l: string, m: string) => void) =>
+    new PodContainerDeletor({ runtime: fakeRuntime(list), maxPerPodContainer, removeAll, ...(log ? { log } : {}) });
+
+  void it('keeps max(--maximum-dead-containers-per-container, 1) exited instances of the dead container\'s name: highest attempt first, then newest', async () => {
+    const list = () => [
+      attempt(container('a0', 'p', 'a', 9), 0),
+      attempt(container('a1', 'p', 'a', 5), 1),
+      attempt(container('a2', 'p', 'a', 1), 2),
+      attempt(container('a3', 'p', 'a', 7, 'CONTAINER_RUNNING'), 3),
+      container('b0', 'p', 'b', 1),
+      container('b1', 'p', 'b', 2),
+      container('q0', 'q', 'a', 1),
+      container('q1', 'q', 'a', 2),
+      container('new', 'p', 'a', 0, 'CONTAINER_CREATED'),
+      container('unk', 'p', 'a', 0, 'CONTAINER_UNKNOWN'),
+    ];
+    for (const [max, kept] of [
+      [-1, ['a2']],
+      [0, ['a2']],
+      [1, ['a2']],
+      [2, ['a2', 'a1']],
+      [5, ['a2', 'a1', 'a0']],
+    ] as const) {
+      const l = list();
+      const d = deletorOf(l, max);
+      assert.equal(d.containersToKeep, Math.max(max, 1));
+      d.containerDied('a2');
+      await d.idle();
+      const left = new Set(l.map((c) => c.id));
+      // the attempt orders them, not the creation time (a2 is the oldest created)
+      assert.deepEqual(['a0', 'a1', 'a2'].filter((id) => left.has(id)).sort(), [...kept].sort(), `max ${max}`);
+      // the running, created and unknown instances, the other name and the other pod are not touched
+      for (const id of ['a3', 'b0', 'b1', 'q0', 'q1', 'new', 'unk']) assert.ok(left.has(id), `max ${max}: ${id} stays`);
+    }
+    const same = [container('x1', 'p', 'a', 1), container('x2', 'p', 'a', 2)];
+    assert.deepEqual(PodContainerDeletor.toDelete(same, 'x1', 1, () => false), ['x1'], 'same attempt: the newest created stays');
+  });
+
+  void it('removes every exited container of the pod when its content should go (evicted, deleted and terminated); a gone container asks for nothing', async () => {
+    const l = [container('a1', 'p', 'a', 1), container('a2', 'p', 'a', 2), container('b1', 'p', 'b', 1), container('r', 'p', 'c', 1, 'CONTAINER_RUNNING'), container('q1', 'q', 'a', 1)];
+    const lines: string[] = [];
+    const d = deletorOf(l, 3, (uid) => uid === 'p', (_l, m) => lines.push(m));
+    d.containerDied('a2');
+    await d.idle();
+    assert.deepEqual(l.map((c) => c.id), ['r', 'q1']);
+    d.containerDied('gone');
+    await d.idle();
+    assert.deepEqual(lines, ['Container "gone" not found in pod\'s containers']);
+    assert.equal(PodContainerDeletor.toDelete(l, 'gone', 1, () => true), undefined);
+  });
+
+  void it('asks for at most 50 removals at a time (more are dropped with a warning) and carries on after a failed removal', async () => {
+    const many = Array.from({ length: DELETOR_BUFFER_LIMIT + 5 }, (_, i) => container(`c${i}`, 'p', 'a', i));
+    const rt = fakeRuntime(many);
+    const removed: string[] = [];
+    const remove = rt.removeContainer.bind(rt);
+    rt.removeContainer = async (id: string) => {
+      if (id === 'c10') throw new Error('boom');
+      removed.push(id);
+      await remove(id);
+    };
+    const lines: string[] = [];
+    const d = new PodContainerDeletor({ runtime: rt, maxPerPodContainer: 1, removeAll: () => false, log: (_l, m) => lines.push(m) });
+    d.containerDied(`c${DELETOR_BUFFER_LIMIT + 4}`);
+    await d.idle();
+    // 54 to remove: 50 asked for (one of which fails), 4 dropped
+    assert.equal(removed.length, DELETOR_BUFFER_LIMIT - 1);
+    assert.equal(lines.filter((m) => m.startsWith('Failed to issue the request to remove container')).length, 4);
+    assert.ok(lines.includes('[pod_container_deletor] DeleteContainer returned error for (id=c10): boom'), lines.join('\n'));
   });
 });
 

@@ -14,7 +14,8 @@
  *   B: --resolv-conf="" without cluster DNS; --cpu-cfs-quota=false; --topology-manager-policy=restricted
  *      --topology-manager-scope=container; --maximum-dead-containers-per-container=1
  *      --maximum-dead-containers=3 --minimum-container-ttl-duration=30s, whose first collection (at
- *      start, as kubelet's) acts on what A left;
+ *      start, as kubelet's) acts on what A left, and whose container deletor removes older dead
+ *      instances as a container dies; -v=3 (the MissingClusterDNS event lines);
  *   C: an always-met disk eviction threshold with --minimum-image-ttl-duration=20s: the eviction
  *      manager's image reclaim every 10 s (kubelet's periodic image collection is every 5 minutes).
  */
@@ -102,6 +103,20 @@ void describe('orchlet CRI options on the real binary', { skip: missing.length >
     metadata: { name, namespace: 'default', ...metadata },
     spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, ...spec },
   });
+  /** A pod whose container fails twice before it succeeds (three instances, 10 s then 20 s of back-off between them). */
+  const retrying = (name: string): Json =>
+    pod(name, {
+      restartPolicy: 'OnFailure',
+      volumes: [{ name: 'state', emptyDir: {} }],
+      containers: [
+        {
+          name: 'main',
+          image: BUSYBOX_IMAGE,
+          command: ['sh', '-c', 'n=$(cat /state/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /state/n; [ $n -ge 3 ]'],
+          volumeMounts: [{ name: 'state', mountPath: '/state' }],
+        },
+      ],
+    });
   const sleeper = (extra: Json = {}): Json => ({ name: 'main', image: BUSYBOX_IMAGE, command: ['sleep', '3600'], ...extra });
   const create = async (...objs: Json[]): Promise<void> => {
     const r = await c.kubectl(['create', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objs }) });
@@ -241,18 +256,7 @@ void describe('orchlet CRI options on the real binary', { skip: missing.length >
     // that fails twice before it succeeds (three instances), and three that ran once.
     const once = (name: string): Json => pod(name, { restartPolicy: 'Never', containers: [{ name: 'main', image: BUSYBOX_IMAGE, command: ['true'] }] });
     await create(
-      pod('gc-retry', {
-        restartPolicy: 'OnFailure',
-        volumes: [{ name: 'state', emptyDir: {} }],
-        containers: [
-          {
-            name: 'main',
-            image: BUSYBOX_IMAGE,
-            command: ['sh', '-c', 'n=$(cat /state/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /state/n; [ $n -ge 3 ]'],
-            volumeMounts: [{ name: 'state', mountPath: '/state' }],
-          },
-        ],
-      }),
+      retrying('gc-retry'),
       once('gc-done-1'),
       once('gc-done-2'),
       once('gc-done-3'),
@@ -417,6 +421,7 @@ void describe('orchlet CRI options on the real binary', { skip: missing.length >
       '--maximum-dead-containers-per-container=1',
       '--maximum-dead-containers=3',
       '--minimum-container-ttl-duration=30s',
+      '-v=3', // the event lines ("Event occurred") of kubelet's event broadcaster
     ]);
     // Old enough: gc-retry's three instances and gc-done-1..3. Per container 1: gc-retry keeps its newest.
     // Then 4 > 3 in all: the oldest of those four goes. gc-young is too young to be touched.
@@ -436,14 +441,68 @@ void describe('orchlet CRI options on the real binary', { skip: missing.length >
     await deletePods(['gc-retry', 'gc-done-1', 'gc-done-2', 'gc-done-3', 'gc-young']);
   });
 
-  void it('--resolv-conf="" without --cluster-dns: ClusterFirst falls back to Default, which resolves nothing', async () => {
+  void it('--resolv-conf="" without --cluster-dns: ClusterFirst falls back to Default, which resolves nothing; MissingClusterDNS warnings', async () => {
+    // for the next test (its back-off takes a while): a container that fails twice before it succeeds
+    await create(retrying('deletor-retry'));
     await create(pod('dns-off', { containers: [sleeper()] }), pod('dns-off-none', { dnsPolicy: 'None', dnsConfig: { nameservers: ['192.0.2.7'] }, containers: [sleeper()] }));
-    await running('dns-off');
+    const p = await running('dns-off');
     const off = await resolvOf('dns-off');
     assert.equal(off.text, 'search .\nnameserver 127.0.0.1\n');
     await running('dns-off-none');
     assert.equal((await resolvOf('dns-off-none')).text, 'nameserver 192.0.2.7\n');
+    // kubelet 1.23's warnings (network/dns): one about the node, one about the pod; none for dnsPolicy None
+    const message = 'kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.';
+    const events = await eventually(
+      () => `MissingClusterDNS events about the node and pod dns-off${stderrTail()}`,
+      async () => {
+        const r = await c.kubectl(['get', 'events', '-A', '-o', 'json']);
+        const items = ((JSON.parse(r.stdout) as Json).items as Json[]).filter((e) => e.reason === 'MissingClusterDNS');
+        const about = (kind: string, name: string): Json | undefined => items.find((e) => e.involvedObject?.kind === kind && e.involvedObject?.name === name);
+        const [node, ofPod] = [about('Node', NODE), about('Pod', 'dns-off')];
+        return node && ofPod ? { node, ofPod, items } : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    assert.equal(events.ofPod.type, 'Warning');
+    assert.equal(events.ofPod.message, `pod: "dns-off_default(${p.metadata.uid})". ${message}`);
+    assert.equal(events.ofPod.source?.component, 'kubelet');
+    assert.equal(events.node.type, 'Warning');
+    assert.equal(events.node.message, message);
+    assert.ok(!events.items.some((e) => e.involvedObject?.name === 'dns-off-none'), 'dnsPolicy None asks for no cluster DNS');
+    // and logged as kubelet's event broadcaster logs events at -v=3
+    const line = agent!.stderr().split('\n').find((l) => l.includes('"Event occurred"') && l.includes('object="default/dns-off"') && l.includes('reason="MissingClusterDNS"'));
+    assert.ok(line, `an "Event occurred" line for the pod${stderrTail()}`);
+    assert.match(line, /kind="Pod" apiVersion="v1" type="Warning" reason="MissingClusterDNS" message="pod: \\"dns-off_default\(/);
     await deletePods(['dns-off', 'dns-off-none']);
+  });
+
+  void it('the container deletor: as a container dies, its older dead instances go beyond max(--maximum-dead-containers-per-container, 1)', async () => {
+    // kubelet removes them on the ContainerDied event, whatever --minimum-container-ttl-duration (30 s here,
+    // which keeps the periodic collection off them): between the second failure and the third start
+    // (a 20 s back-off) only the second instance is left dead; the first, ~10 s old, is gone.
+    const ofPod = async (): Promise<{ attempt: number; state: string }[]> =>
+      (await cri.listContainers())
+        .filter((x) => x.labels['io.kubernetes.pod.name'] === 'deletor-retry')
+        .map((x) => ({ attempt: x.metadata?.attempt ?? 0, state: x.state }))
+        .sort((a, b) => a.attempt - b.attempt);
+    const seen = await eventually(
+      () => `only attempt 1 dead before attempt 2 starts${stderrTail()}`,
+      async () => {
+        const list = await ofPod();
+        if (list.some((x) => x.attempt >= 2)) throw new Error(`attempt 2 started before the first instance went: ${JSON.stringify(list)}`);
+        return list.length === 1 && list[0]!.attempt === 1 && list[0]!.state === 'CONTAINER_EXITED' ? list : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    assert.deepEqual(seen, [{ attempt: 1, state: 'CONTAINER_EXITED' }]);
+    await phase('deletor-retry', 'Succeeded', 60_000);
+    let last: unknown;
+    await eventually(
+      () => `one dead instance (the last) in containerd, not ${JSON.stringify(last)}${stderrTail()}`,
+      async () => JSON.stringify((last = await ofPod())) === JSON.stringify([{ attempt: 2, state: 'CONTAINER_EXITED' }]),
+      { timeoutMs: 15_000, intervalMs: 250 },
+    );
+    await deletePods(['deletor-retry']);
   });
 
   void it('--cpu-cfs-quota=false: a cpu limit sets no CFS quota', async () => {
