@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPullPolicy, ImagePuller } from '../../src/agent/images.js';
-import { containerResources, podCgroupParent, podDNSConfig, podPortMappings, podSandboxLinux } from '../../src/agent/podconfig.js';
+import { containerResources, missingClusterDNS, podCgroupParent, podDNSConfig, podPortMappings, podSandboxLinux } from '../../src/agent/podconfig.js';
 import { RuntimeError, type ImageInfo, type ImageService } from '../../src/agent/runtime/runtime.js';
 import type { Container, Pod } from '../../src/agent/types.js';
 
@@ -69,6 +69,19 @@ void describe('pod config for image runtimes', () => {
         options: ['ndots:2'],
       });
       assert.deepEqual(podDNSConfig(pod([{}]), { resolvConf: '' }), { servers: ['127.0.0.1'], searches: ['.'], options: [] });
+      // MissingClusterDNS: ClusterFirst (off the host network) and ClusterFirstWithHostNet without --cluster-dns
+      const warned = (p: ReturnType<typeof pod>, o: Parameters<typeof podDNSConfig>[1]): boolean => {
+        let called = false;
+        podDNSConfig(p, o, () => (called = true));
+        assert.equal(missingClusterDNS(p, o), called);
+        return called;
+      };
+      assert.equal(warned(pod([{}]), { resolvConf }), true);
+      assert.equal(warned(pod([{}], { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' }), { resolvConf }), true);
+      assert.equal(warned(pod([{}], { hostNetwork: true }), { resolvConf }), false, 'ClusterFirst on the host network is Default');
+      assert.equal(warned(pod([{}], { dnsPolicy: 'Default' }), { resolvConf }), false);
+      assert.equal(warned(pod([{}], { dnsPolicy: 'None' }), { resolvConf }), false);
+      assert.equal(warned(pod([{}]), cluster), false);
       // at most 3 nameservers and 6 search domains, the search line at most 256 characters (the last domains go)
       const long = Array.from({ length: 5 }, (_, i) => `${String(i).repeat(60)}.example`);
       const capped = podDNSConfig(pod([{}], { dnsPolicy: 'None', dnsConfig: { nameservers: ['1.1.1.1', '1.1.1.2', '1.1.1.3', '1.1.1.4'], searches: long } }), cluster);
