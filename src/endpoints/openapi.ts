@@ -209,8 +209,9 @@ const PATCH_TYPES = ['application/json-patch+json', 'application/merge-patch+jso
 // Routes
 // ---------------------------------------------------------------------------------------------------------
 
-type Method = 'get' | 'put' | 'post' | 'delete' | 'patch';
-const METHOD_ORDER: Method[] = ['get', 'put', 'post', 'delete', 'patch'];
+type Method = 'get' | 'put' | 'post' | 'delete' | 'options' | 'head' | 'patch';
+/** The order of a path item's operations (go-openapi's PathItemProps). */
+const METHOD_ORDER: Method[] = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch'];
 
 interface Route {
   path: string;
@@ -336,6 +337,31 @@ function kindRoutes(kind: KindDecl): Route[] {
       continue;
     }
     const options = sub.type === 'connect' ? kind.connectors?.[sub.name]?.options : undefined;
+    const proxy = sub.type === 'connect' ? kind.connectors?.[sub.name]?.proxy : undefined;
+    if (proxy && options) {
+      // Proxy connecters: one connect operation per method, at <name>/proxy and at <name>/proxy/{path}.
+      const queryParams = options.params.map((o) => query(o.name, o.type, o.description));
+      const pathParam: Param = { description: 'path to the resource', in: 'path', name: 'path', required: true, type: 'string', uniqueItems: true };
+      for (const withPath of [false, true]) {
+        for (const m of proxy.methods) {
+          const method = m.toLowerCase() as Method;
+          routes.push({
+            path: withPath ? `${subPath}/{path}` : subPath,
+            method,
+            action: 'connect',
+            operationId: `connect${infix}${capitalize(method)}${capitalize(ns + K + Sub)}${withPath ? 'WithPath' : ''}`,
+            description: `connect ${m} requests to ${sub.name} of ${K}`,
+            consumes: ['*/*'],
+            produces: ['*/*'],
+            params: [...itemParams, ...(withPath ? [pathParam] : []), ...queryParams],
+            responses: [['200', 'OK', undefined], UNAUTHORIZED],
+            tags: [tag],
+            gvk: { group: kind.group, kind: options.kind, version: kind.version },
+          });
+        }
+      }
+      continue;
+    }
     if (options) {
       // Connecters with an options kind (exec, attach, portforward): one connect operation per method.
       const params = [...itemParams, ...options.params.map((o) => query(o.name, o.type, o.description))];

@@ -139,7 +139,8 @@ export function requestInfo(method: string, path: string, query: URLSearchParams
   if (parts.length >= 3) info.subresource = parts[2]!;
   if (parts.length >= 2) info.name = parts[1]!;
   if (parts.length >= 1) info.resource = parts[0]!;
-  if (parts.length >= 4) info.isResourceRequest = false;
+  // Only a proxy subresource takes a path after it (nodes/{name}/proxy/{path}); deeper paths are not resources.
+  if (parts.length >= 4 && parts[2] !== 'proxy') info.isResourceRequest = false;
   // A GET of a collection is a list, or a watch with ?watch=true; a metadata.name field selector names the
   // object (so that authorizers can allow a list or watch of one object).
   if (info.name === '' && info.verb === 'get') {

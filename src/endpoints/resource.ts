@@ -27,6 +27,7 @@ import { REF_PREFIX, type Definitions } from '../registry/schema.js';
 import { canEncodeProtobuf, decodeKubernetesProtobuf } from '../registry/protobuf.js';
 import { DEFAULT_VERBS, type SubresourceContext } from '../registry/kind.js';
 import { decodeActionBody, serveConnector, type AgentTransport } from './connect.js';
+import { serveProxy } from './proxy.js';
 
 export interface ResourceDeps {
   registry: Registry;
@@ -194,6 +195,10 @@ async function serveSubresourceHandler(
     return writeBody(res, answer.status, answer.body, out);
   }
   const connector = decl.connectors![info.subresource]!;
+  if (connector.proxy) {
+    if (!connector.proxy.methods.includes(req.method ?? '')) throw methodNotAllowed(store, req.method ?? '');
+    return serveProxy(req, res, connector, ctx, info.name, info.subresource, info.parts.slice(3).join('/'), deps.agentTransport ?? {});
+  }
   if (!connector.verbs.includes(info.verb)) throw methodNotAllowed(store, req.method ?? '');
   await serveConnector(req, res, connector, ctx, info.name, info.subresource, query, deps.agentTransport ?? {});
 }

@@ -171,6 +171,8 @@ export interface ActionSubresource {
 export interface ConnectLocation {
   url: URL;
   contentType: string;
+  /** A proxy location on a node agent's own server: reached with the agent transport (its CA, the server's client certificate). */
+  agent?: boolean;
 }
 
 /** A query parameter of a connector's options, as OpenAPI lists it. */
@@ -198,6 +200,13 @@ export interface ConnectorSubresource {
    * is refused with 400 "Upgrade request required" (Kubernetes' UpgradeAwareHandler with UpgradeRequired).
    */
   upgradeRequired?: boolean;
+  /**
+   * A proxy subresource (nodes/proxy, pods/proxy, services/proxy: Kubernetes' ProxyREST): requests with these HTTP
+   * methods, at `<name>/<sub>` and `<name>/<sub>/<path>`, are passed on to `location` (the base: scheme, host and
+   * port) joined with the path, with the query, headers and body; the backend's answer comes back as it is. The
+   * connect options object ({kind: options.kind, path}) is admitted as a CONNECT first.
+   */
+  proxy?: { methods: string[] };
   /** The options kind discovery and OpenAPI name (e.g. PodExecOptions) with its query parameters; default the parent kind and PodLogOptions' parameters. */
   options?: ConnectorOptions;
   /** The definition of the options the query carries (discovery's kind is the parent's). */

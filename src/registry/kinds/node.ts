@@ -43,6 +43,7 @@ import {
   IS_NEGATIVE_ERROR_MSG,
 } from '../../util/validation.js';
 import { isIP } from 'node:net';
+import { nodeProxyConnector } from './proxy.js';
 
 type Json = Record<string, any>;
 
@@ -739,4 +740,5 @@ export const nodeKind: KindDecl = {
     },
   },
   subresources: { status: statusStrategy },
+  connectors: { proxy: nodeProxyConnector },
 };

@@ -19,6 +19,7 @@ import { POD_COLUMNS } from './table.js';
 import { bindingAction, evictionAction } from './actions.js';
 import { logConnector } from './log.js';
 import { attachConnector, execConnector, portForwardConnector } from './streaming.js';
+import { podProxyConnector } from '../proxy.js';
 import { validatePodCreate, validatePodEphemeralContainersUpdate, validatePodStatusUpdate, validatePodUpdate } from './validation.js';
 import type { FieldError } from '../../../util/validation.js';
 
@@ -225,5 +226,5 @@ export const podKind: KindDecl = {
   },
   subresources: { status: statusStrategy, ephemeralcontainers: ephemeralContainersStrategy },
   actions: { binding: bindingAction, eviction: evictionAction },
-  connectors: { attach: attachConnector, exec: execConnector, log: logConnector, portforward: portForwardConnector },
+  connectors: { attach: attachConnector, exec: execConnector, log: logConnector, portforward: portForwardConnector, proxy: podProxyConnector },
 };

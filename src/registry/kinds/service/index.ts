@@ -18,6 +18,7 @@ import { SERVICE_COLUMNS } from './table.js';
 import { validateService, validateServiceStatusUpdate, validateServiceUpdate } from './validation.js';
 import type { ServiceNetwork } from '../../allocators/service-network.js';
 import { apiErrors } from '../../errors.js';
+import { serviceProxyConnector } from '../proxy.js';
 
 export { SERVICE_DEFINITIONS } from './definitions.js';
 
@@ -56,6 +57,7 @@ export const serviceKind: KindDecl = {
   tracksGeneration: false,
   columns: SERVICE_COLUMNS,
   subresources: { status: statusStrategy },
+  connectors: { proxy: serviceProxyConnector },
   strategy: {
     allowCreateOnUpdate: true,
     allowUnconditionalUpdate: true,

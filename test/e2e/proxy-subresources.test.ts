@@ -1,0 +1,250 @@
+// End to end: nodes/proxy, pods/proxy and services/proxy through the server, as kubectl reaches them
+// (`kubectl get --raw`, `kubectl proxy`), against a real bin/orchlet on the built-in process runtime and a pod
+// serving HTTP on its IP (the host's loopback, as every pod of the process runtime).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
+import { eventually } from '../helpers/eventually.js';
+import { freePort } from '../helpers/ports.js';
+import { spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
+
+type Json = Record<string, any>;
+const NODE = 'proxy-node';
+
+// The pod's server answers with what it received; /redirect answers a 302 to /moved on its own host, /cors sets a CORS header.
+const ECHO = `require('http').createServer((q, s) => { let b = ''; q.on('data', (d) => (b += d)); q.on('end', () => {
+  if (q.url === '/redirect') { s.writeHead(302, { location: '/moved?x=1' }); return s.end(); }
+  s.setHeader('access-control-allow-origin', '*'); s.setHeader('x-echo', 'yes');
+  s.end(JSON.stringify({ method: q.method, url: q.url, body: b, fwdUri: q.headers['x-forwarded-uri'] ?? null, auth: q.headers['authorization'] ?? null }));
+}); }).listen(Number(process.argv[1]), '127.0.0.1')`;
+
+void describe('proxy subresources: nodes/proxy, pods/proxy, services/proxy', () => {
+  let c: TestCluster;
+  let dir = '';
+  let orchlet: OrchletProcess | undefined;
+  let webPort = 0;
+  let podIP = '';
+
+  const kubectl = async (args: string[], input?: string): Promise<string> => {
+    const r = await c.kubectl(args, input === undefined ? {} : { input });
+    assert.equal(r.code, 0, r.stderr);
+    return r.stdout;
+  };
+  const getJSON = async (args: string[]): Promise<Json | undefined> => {
+    const r = await c.kubectl([...args, '-o', 'json']);
+    return r.code === 0 ? (JSON.parse(r.stdout) as Json) : undefined;
+  };
+
+  before(async () => {
+    c = await startCluster(['--authorization-mode=Node,RBAC']);
+    dir = await mkdtemp(join(tmpdir(), 'orch-proxy-e2e-'));
+    orchlet = spawnOrchlet([
+      `--orchconfig=${c.kubeconfig}`,
+      `--root-dir=${join(dir, 'root')}`,
+      `--hostname-override=${NODE}`,
+      '--node-ip=127.0.0.1',
+      '--address=127.0.0.1',
+      `--port=${await freePort()}`,
+      '--read-only-port=0',
+      '--healthz-port=0',
+      `--cert-dir=${join(dir, 'pki')}`,
+      '--node-status-update-frequency=1s',
+    ]);
+    const fail = (err: unknown): never => {
+      throw new Error(`${String(err)}\norchlet stderr:\n${orchlet?.stderr() ?? ''}`);
+    };
+    webPort = await freePort();
+    await kubectl(['create', '-f', '-'], JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web', namespace: 'default', labels: { app: 'web' } },
+      spec: {
+        nodeName: NODE,
+        terminationGracePeriodSeconds: 1,
+        automountServiceAccountToken: false,
+        containers: [{ name: 'main', image: 'busybox', command: [process.execPath, '-e', ECHO, String(webPort)], ports: [{ containerPort: webPort }] }],
+      },
+    }));
+    const pod = await eventually('pod web Running', async () => {
+      const p = await getJSON(['get', 'pod', 'web']);
+      return p?.status?.containerStatuses?.[0]?.state?.running && p.status.podIP ? p : undefined;
+    }, { timeoutMs: 30_000 }).catch(fail);
+    podIP = pod.status.podIP as string;
+    // The server is up once it answers through the proxy.
+    await eventually('the pod to serve', async () => (await c.request('GET', '/api/v1/namespaces/default/pods/web/proxy/ping')).status === 200, { timeoutMs: 15_000 });
+    await kubectl(['create', '-f', '-'], JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: webPort }] } },
+        { apiVersion: 'v1', kind: 'Service', metadata: { name: 'lonely' }, spec: { ports: [{ port: 80 }] } },
+        { apiVersion: 'v1', kind: 'Endpoints', metadata: { name: 'lonely' } },
+        { apiVersion: 'v1', kind: 'Service', metadata: { name: 'stray' }, spec: { ports: [{ name: 'http', port: 80 }] } },
+        // An address whose targetRef names no pod with that IP is skipped, as Kubernetes' isValidAddress does.
+        { apiVersion: 'v1', kind: 'Endpoints', metadata: { name: 'stray' }, subsets: [{ addresses: [{ ip: '192.0.2.1' }], ports: [{ name: 'http', port: webPort }] }] },
+      ],
+    }));
+  });
+  after(async () => {
+    if (orchlet) {
+      orchlet.child.kill('SIGTERM');
+      await orchlet.exited;
+    }
+    await c?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  void it('kubectl get --raw reaches the node agent through nodes/proxy: stats/summary, healthz, pods', async () => {
+    const summary = JSON.parse(await kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/stats/summary`])) as Json;
+    assert.equal(summary.node?.nodeName, NODE);
+    assert.equal(await kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/healthz`]), 'ok');
+    const pods = JSON.parse(await kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/pods`])) as Json;
+    assert.equal(pods.kind, 'PodList');
+    assert.ok((pods.items as Json[]).some((p) => p.metadata?.name === 'web'));
+    // The agent's own port named explicitly is the same connection; an unknown node is a 404.
+    const port = (await getJSON(['get', 'node', NODE]))?.status?.daemonEndpoints?.kubeletEndpoint?.Port as number;
+    assert.equal(await kubectl(['get', '--raw', `/api/v1/nodes/${NODE}:${port}/proxy/healthz`]), 'ok');
+    const missing = await c.request('GET', '/api/v1/nodes/nope/proxy/healthz');
+    assert.equal(missing.status, 404);
+    assert.equal(missing.json?.message, 'nodes "nope" not found');
+  });
+
+  void it('pods/proxy passes every method, the path, query and body on, and the answer back', async () => {
+    const got = JSON.parse(await kubectl(['get', '--raw', '/api/v1/namespaces/default/pods/web/proxy/some/path?a=1&b=two'])) as Json;
+    assert.deepEqual(got, { method: 'GET', url: '/some/path?a=1&b=two', body: '', fwdUri: '/api/v1/namespaces/default/pods/web/proxy/some/path', auth: null });
+    const viaPort = JSON.parse(await kubectl(['get', '--raw', `/api/v1/namespaces/default/pods/http:web:${webPort}/proxy/x/`])) as Json;
+    assert.equal(viaPort.url, '/x/');
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+      const r = await c.request(method, '/api/v1/namespaces/default/pods/web/proxy/write', { body: `a ${method} body`, contentType: 'text/plain' });
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual({ method: r.json?.method, url: r.json?.url, body: r.json?.body }, { method, url: '/write', body: `a ${method} body` });
+    }
+    const head = await c.request('HEAD', '/api/v1/namespaces/default/pods/web/proxy/h');
+    assert.equal(head.status, 200);
+    assert.equal(head.headers['x-echo'], 'yes');
+    assert.equal(head.text, '');
+    const options = await c.request('OPTIONS', '/api/v1/namespaces/default/pods/web/proxy/o');
+    assert.equal(options.json?.method, 'OPTIONS');
+    // Backend headers come back, less CORS ones.
+    assert.equal(options.headers['x-echo'], 'yes');
+    assert.equal(options.headers['access-control-allow-origin'], undefined);
+  });
+
+  void it('answers as Kubernetes does: redirects, bad names, unreachable backends', async () => {
+    const noPath = await c.request('GET', '/api/v1/namespaces/default/pods/web/proxy?q=1');
+    assert.equal(noPath.status, 301);
+    assert.equal(noPath.headers.location, '/api/v1/namespaces/default/pods/web/proxy/?q=1');
+    const redirect = await c.request('GET', '/api/v1/namespaces/default/pods/web/proxy/redirect');
+    assert.equal(redirect.status, 302);
+    assert.equal(redirect.headers.location, '/api/v1/namespaces/default/pods/web/proxy/moved?x=1');
+    const invalid = await c.request('GET', '/api/v1/namespaces/default/pods/ftp:web:80/proxy/');
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.json?.message, 'invalid pod request "ftp:web:80"');
+    const closed = await freePort();
+    const refused = await c.request('GET', `/api/v1/namespaces/default/pods/web:${closed}/proxy/`);
+    assert.equal(refused.status, 503);
+    assert.equal(refused.json?.reason, 'ServiceUnavailable');
+    assert.equal(refused.json?.message, `error trying to reach service: dial tcp ${podIP}:${closed}: connect: connection refused`);
+    const missing = await c.request('GET', '/api/v1/namespaces/default/pods/gone/proxy/');
+    assert.equal(missing.status, 404);
+    assert.equal(missing.json?.message, 'pods "gone" not found');
+    // kubectl shows the Status of a failed raw request.
+    const r = await c.kubectl(['get', '--raw', '/api/v1/namespaces/default/services/lonely/proxy/']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /no endpoints available for service \\?"lonely\\?"/);
+  });
+
+  void it('services/proxy: the port number named, then the endpoints; 503s when there is none', async () => {
+    const cases: [string, number, string][] = [
+      ['web:81', 503, 'no service port 81 found for service "web"'],
+      ['web:80', 404, 'endpoints "web" not found'],
+      ['lonely', 503, 'no endpoints available for service "lonely"'],
+      ['stray:http', 503, 'no endpoints available for service "stray:http"'],
+      ['nothere', 404, 'endpoints "nothere" not found'],
+      ['a:b:c:d', 400, 'invalid service request "a:b:c:d"'],
+    ];
+    for (const [name, code, message] of cases) {
+      const r = await c.request('GET', `/api/v1/namespaces/default/services/${name}/proxy/`);
+      assert.equal(r.status, code, `${name}: ${r.text}`);
+      assert.equal(r.json?.message, message, name);
+    }
+  });
+
+  void it('kubectl proxy reaches pods/proxy, nodes/proxy and services/proxy', async () => {
+    const kp: ChildProcess = spawn(kubectlPath()!, ['proxy', '--port=0', `--kubeconfig=${c.kubeconfig}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        kp.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /127\.0\.0\.1:(\d+)/.exec(out);
+          if (m) resolve(Number(m[1]));
+        });
+        kp.once('exit', (code) => reject(new Error(`kubectl proxy exited ${code}`)));
+      });
+      const get = (path: string): Promise<{ status: number; body: string }> =>
+        new Promise((resolve, reject) => {
+          httpRequest({ host: '127.0.0.1', port, path }, (res) => {
+            let body = '';
+            res.on('data', (d: Buffer) => (body += d.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          })
+            .on('error', reject)
+            .end();
+        });
+      const pod = await get('/api/v1/namespaces/default/pods/web/proxy/through/kubectl?q=1');
+      assert.equal(pod.status, 200, pod.body);
+      assert.equal((JSON.parse(pod.body) as Json).url, '/through/kubectl?q=1');
+      const svc = await get('/api/v1/namespaces/default/services/lonely/proxy/');
+      assert.equal(svc.status, 503, svc.body);
+      const node = await get(`/api/v1/nodes/${NODE}/proxy/healthz`);
+      assert.equal(node.body, 'ok');
+    } finally {
+      kp.kill('SIGTERM');
+    }
+  });
+
+  void it('authorizes as Kubernetes does: the verb from the method, resource pods/proxy, the name with its port', async () => {
+    await kubectl(['create', 'role', 'proxy-post', '--verb=create', '--resource=pods/proxy']);
+    await kubectl(['create', 'rolebinding', 'proxy-post', '--role=proxy-post', '--user=alice']);
+    const as = { headers: { 'impersonate-user': 'alice' } };
+    const denied = await c.request('GET', '/api/v1/namespaces/default/pods/web/proxy/x', as);
+    assert.equal(denied.status, 403);
+    assert.equal(denied.json?.message, 'pods "web" is forbidden: User "alice" cannot get resource "pods/proxy" in API group "" in the namespace "default"');
+    const withPort = await c.request('GET', `/api/v1/namespaces/default/pods/web:${webPort}/proxy/x`, as);
+    assert.equal(withPort.json?.message, `pods "web:${webPort}" is forbidden: User "alice" cannot get resource "pods/proxy" in API group "" in the namespace "default"`);
+    const allowed = await eventually('the role to apply', async () => {
+      const r = await c.request('POST', '/api/v1/namespaces/default/pods/web/proxy/x', { ...as, body: 'hi', contentType: 'text/plain' });
+      return r.status === 200 ? r : undefined;
+    }, { timeoutMs: 10_000 });
+    assert.equal(allowed.json?.method, 'POST');
+    assert.equal(allowed.json?.auth, null, 'the credentials stay with the server');
+  });
+
+  void it('discovery lists the proxy subresources with their options kinds and verbs', async () => {
+    const list = JSON.parse(await kubectl(['get', '--raw', '/api/v1'])) as Json;
+    for (const [name, kind, namespaced] of [
+      ['nodes/proxy', 'NodeProxyOptions', false],
+      ['pods/proxy', 'PodProxyOptions', true],
+      ['services/proxy', 'ServiceProxyOptions', true],
+    ] as const) {
+      const r = (list.resources as Json[]).find((x) => x.name === name);
+      assert.deepEqual(r, { name, singularName: '', namespaced, kind, verbs: ['create', 'delete', 'get', 'patch', 'update'] });
+    }
+    // OpenAPI: a connect operation per method, at <name>/proxy (path as a query parameter) and at <name>/proxy/{path}.
+    const doc = (await c.request('GET', '/openapi/v2', { headers: { accept: 'application/json' } })).json as Json;
+    const item = doc.paths['/api/v1/namespaces/{namespace}/pods/{name}/proxy/{path}'] as Json;
+    assert.deepEqual(Object.keys(item).filter((k) => k !== 'parameters').sort(), ['delete', 'get', 'head', 'options', 'patch', 'post', 'put']);
+    assert.equal(item.head.operationId, 'connectCoreV1HeadNamespacedPodProxyWithPath');
+    assert.deepEqual(item['x-kubernetes-group-version-kind'] ?? item.get['x-kubernetes-group-version-kind'], { group: '', kind: 'PodProxyOptions', version: 'v1' });
+    assert.deepEqual((item.parameters as Json[]).map((p) => `${p.in}:${p.name}`), ['path:name', 'path:namespace', 'path:path', 'query:path']);
+    const nodeItem = doc.paths['/api/v1/nodes/{name}/proxy'] as Json;
+    assert.equal(nodeItem.options.operationId, 'connectCoreV1OptionsNodeProxy');
+    assert.equal((nodeItem.parameters as Json[]).find((p) => p.name === 'path')?.description, 'Path is the URL path to use for the current proxy request to node.');
+  });
+});
