@@ -312,6 +312,7 @@ export class Agent implements ServerHost {
       ...(this.resourceManagers ? { resourceManagers: this.resourceManagers } : {}),
       resync: (uid) => this.workers.sync(uid),
       probeTerminationGracePeriod: config.featureGates?.ProbeTerminationGracePeriod === true,
+      ephemeralContainers: config.featureGates?.EphemeralContainers !== false,
       keepTerminatedPodVolumes: config.keepTerminatedPodVolumes === true,
       ...(config.mounterPath !== undefined ? { mounterPath: config.mounterPath } : {}),
       log: (l, m) => this.log(l, m),

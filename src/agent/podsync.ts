@@ -88,6 +88,8 @@ export interface PodSyncerOptions {
   resync?: (uid: string) => void;
   /** ProbeTerminationGracePeriod: a probe's terminationGracePeriodSeconds applies when it kills. */
   probeTerminationGracePeriod?: boolean;
+  /** Gate EphemeralContainers (default on): start the pod's ephemeral containers. */
+  ephemeralContainers?: boolean;
   /** Memory-backed volumes (secret, downwardAPI, projected, emptyDir medium Memory) on tmpfs; default true. */
   tmpfs?: boolean;
   /** Where the agent's own log lines go. */
@@ -227,13 +229,14 @@ export class PodSyncer implements PodLifecycle {
   /** An event about container `c` of `pod` (kubelet's reference with fieldPath spec.containers{name}). */
   private containerEvent(pod: Pod, c: Container, type: EventType, reason: string, message: string): void {
     const init = (pod.spec.initContainers ?? []).some((x) => x.name === c.name);
+    const ephemeral = !init && (pod.spec.ephemeralContainers ?? []).some((x) => x.name === c.name);
     const ref = {
       kind: 'Pod',
       apiVersion: 'v1',
       namespace: pod.metadata.namespace,
       name: pod.metadata.name,
       uid: pod.metadata.uid,
-      fieldPath: `spec.${init ? 'initContainers' : 'containers'}{${c.name}}`,
+      fieldPath: `spec.${init ? 'initContainers' : ephemeral ? 'ephemeralContainers' : 'containers'}{${c.name}}`,
       ...(typeof pod.metadata.resourceVersion === 'string' ? { resourceVersion: pod.metadata.resourceVersion } : {}),
     };
     this.events.event(ref, type, reason, message);
@@ -271,6 +274,13 @@ export class PodSyncer implements PodLifecycle {
     const volumesReady = await this.volumes(pod, st);
     if (!volumesReady) wantRequeue(2000);
     const policy = restartPolicyOf(pod);
+    // kubelet's SyncPod starts ephemeral containers before init containers: each once, never restarted
+    if (volumesReady && this.o.ephemeralContainers !== false) {
+      for (const ec of pod.spec.ephemeralContainers ?? []) {
+        const { targetContainerName: _target, ...c } = ec;
+        if (instances.get(c.name)?.latest === undefined) wantRequeue(await this.startOrBackoff(pod, st, sandboxId, c, undefined));
+      }
+    }
     let initComplete = true;
     for (const c of pod.spec.initContainers ?? []) {
       const latest = instances.get(c.name)?.latest;

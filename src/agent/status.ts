@@ -233,6 +233,12 @@ export function buildPodStatus(input: PodStatusInput): PodStatus {
     qosClass: qosClass(pod),
   };
   if (initStatuses.length > 0) status.initContainerStatuses = initStatuses;
+  // kubelet converts them as init containers: never ready (the prober skips them), no started field
+  const ephemeral = (pod.spec.ephemeralContainers ?? []).map((c) => {
+    const { started: _started, ...s } = statusOf(old?.ephemeralContainerStatuses, c);
+    return { ...s, ready: false };
+  });
+  if (ephemeral.length > 0) status.ephemeralContainerStatuses = ephemeral;
   if (input.verdict) {
     status.reason = input.verdict.reason;
     status.message = input.verdict.message;

@@ -39,11 +39,16 @@ export interface Container {
   [extra: string]: unknown;
 }
 
+/** A container of spec.ephemeralContainers: a container with the name of the one whose namespaces it targets. */
+export type EphemeralContainer = Container & { targetContainerName?: string };
+
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 
 export interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
+  /** Added through pods/ephemeralcontainers while the pod runs (kubectl debug); started once, never restarted. */
+  ephemeralContainers?: EphemeralContainer[];
   restartPolicy?: RestartPolicy;
   terminationGracePeriodSeconds?: number;
   securityContext?: SecurityContext;
@@ -111,6 +116,7 @@ export interface PodStatus {
   startTime?: string;
   initContainerStatuses?: ContainerStatus[];
   containerStatuses: ContainerStatus[];
+  ephemeralContainerStatuses?: ContainerStatus[];
   qosClass?: string;
 }
 

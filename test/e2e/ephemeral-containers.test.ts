@@ -1,10 +1,15 @@
 // End to end: kubectl debug (ephemeral containers) as Kubernetes 1.23 serves it with the EphemeralContainers
 // gate (beta, on by default): the pods/ephemeralcontainers subresource (GET, PUT, strategic merge PATCH on
 // name) with 1.23's validation, spec.ephemeralContainers refused on create and on an ordinary update,
-// discovery, and the gate turned off.
+// discovery, and the gate turned off; then kubectl debug against a real bin/orchlet with the built-in process
+// runtime, which starts each ephemeral container once in the running pod and reports ephemeralContainerStatuses.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
+import { eventually } from '../helpers/eventually.js';
+import { freePort } from '../helpers/ports.js';
+import { spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
 
 type Json = Record<string, any>;
 
@@ -170,5 +175,101 @@ void describe('pods/ephemeralcontainers with the EphemeralContainers gate off', 
     const k = await c.kubectl(['debug', 'gated', '--image=busybox', '--', 'true']);
     assert.notEqual(k.code, 0);
     assert.match(k.stderr, /ephemeral containers are disabled for this cluster/);
+  });
+});
+
+void describe('kubectl debug on a real orchlet (built-in process runtime)', () => {
+  let c: TestCluster;
+  let agent: OrchletProcess;
+  const node = 'eph-node';
+  const get = async (name: string): Promise<Json> => {
+    const r = await c.request('GET', `${NS}/${name}`);
+    assert.equal(r.status, 200, r.text);
+    return r.json as Json;
+  };
+  const ephemeralStatus = (pod: Json, name: string): Json | undefined => ((pod.status?.ephemeralContainerStatuses ?? []) as Json[]).find((s) => s.name === name);
+  const terminated = (pod: string, name: string) =>
+    eventually(
+      () => `ephemeral container ${name} terminated (agent: ${agent.stderr().slice(-2000)})`,
+      async () => {
+        const p = await get(pod);
+        return ephemeralStatus(p, name)?.state?.terminated ? p : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+
+  before(async () => {
+    c = await startCluster();
+    agent = spawnOrchlet([
+      `--orchconfig=${c.kubeconfig}`,
+      `--root-dir=${join(c.dir, 'agent')}`,
+      `--cert-dir=${join(c.dir, 'agent-pki')}`,
+      `--hostname-override=${node}`,
+      '--node-ip=127.0.0.1',
+      '--address=127.0.0.1',
+      `--port=${await freePort()}`,
+      '--read-only-port=0',
+      '--healthz-port=0',
+    ]);
+    const r = await c.request('POST', NS, { body: podObj('target', { nodeName: node, containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', 'echo ready; exec sleep 600'] }] }) });
+    assert.equal(r.status, 201, r.text);
+    await eventually(
+      () => `pod target running (agent: ${agent.stderr().slice(-2000)})`,
+      async () => (await get('target')).status?.containerStatuses?.[0]?.state?.running !== undefined,
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+  });
+  after(async () => {
+    if (agent && agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill('SIGTERM');
+    await agent?.exited;
+    await c?.stop();
+  });
+
+  for (const version of VERSIONS) {
+    const tag = version.replace('.', '');
+    void it(`kubectl ${version} debug <pod> -- <cmd>: the agent runs the ephemeral container once in the running pod, kubectl logs -c shows its output`, async () => {
+      const before = await get('target');
+      const r = await c.kubectl(['debug', 'target', '--image=busybox', `--container=dbg${tag}`, '--', 'sh', '-c', `echo hi from ${version}`], { version });
+      assert.equal(r.code, 0, r.stderr);
+      const pod = await terminated('target', `dbg${tag}`);
+      const st = ephemeralStatus(pod, `dbg${tag}`)!;
+      assert.equal(st.state.terminated.exitCode, 0);
+      assert.equal(st.state.terminated.reason, 'Completed');
+      assert.equal(st.ready, false);
+      assert.equal(st.restartCount, 0);
+      assert.equal(st.started, undefined);
+      assert.match(st.containerID as string, /^[a-z]+:\/\/./);
+      // the pod's own container was left alone
+      assert.deepEqual(pod.status.containerStatuses[0].containerID, before.status.containerStatuses[0].containerID);
+      assert.equal(pod.status.containerStatuses[0].restartCount, 0);
+      assert.equal(pod.status.phase, 'Running');
+      const logs = await c.kubectl(['logs', 'target', '-c', `dbg${tag}`], { version });
+      assert.equal(logs.code, 0, logs.stderr);
+      assert.equal(logs.stdout, `hi from ${version}\n`);
+      const events = await c.kubectl(['get', 'events', '--field-selector', `involvedObject.fieldPath=spec.ephemeralContainers{dbg${tag}},reason=Started`, '-o', 'json']);
+      assert.equal((JSON.parse(events.stdout) as Json).items.length, 1, events.stdout);
+    });
+
+    void it(`kubectl ${version} debug -it: the output of the ephemeral container comes back`, async () => {
+      const r = await c.kubectl(['debug', '-it', 'target', '--image=busybox', `--container=it${tag}`, '--', 'sh', '-c', 'echo hi'], { version, input: '' });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^hi\r?$/m);
+      await terminated('target', `it${tag}`);
+    });
+  }
+
+  void it('an exited ephemeral container is never restarted: later passes (another one added) keep its one instance', async () => {
+    const r = await c.kubectl(['debug', 'target', '--image=busybox', '--container=once', '--', 'sh', '-c', 'exit 3']);
+    assert.equal(r.code, 0, r.stderr);
+    const first = ephemeralStatus(await terminated('target', 'once'), 'once')!;
+    assert.equal(first.state.terminated.exitCode, 3);
+    assert.equal(first.state.terminated.reason, 'Error');
+    const again = await c.kubectl(['debug', 'target', '--image=busybox', '--container=later', '--', 'true']);
+    assert.equal(again.code, 0, again.stderr);
+    const pod = await terminated('target', 'later');
+    const still = ephemeralStatus(pod, 'once')!;
+    assert.equal(still.restartCount, 0);
+    assert.equal(still.containerID, first.containerID);
+    assert.deepEqual(still.state, first.state);
   });
 });

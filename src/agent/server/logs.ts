@@ -108,6 +108,7 @@ export async function streamLog(path: string, o: LogOptions, sink: LogSink, runn
 interface StatusLike {
   containerStatuses?: { name: string; containerID?: string; state: ContainerStateLike; lastState: ContainerStateLike }[];
   initContainerStatuses?: { name: string; containerID?: string; state: ContainerStateLike; lastState: ContainerStateLike }[];
+  ephemeralContainerStatuses?: { name: string; containerID?: string; state: ContainerStateLike; lastState: ContainerStateLike }[];
 }
 interface ContainerStateLike {
   running?: unknown;
@@ -121,7 +122,7 @@ interface ContainerStateLike {
  * `previous` the one before it.
  */
 export function logContainerID(status: StatusLike | undefined, podName: string, container: string, previous: boolean): { id: string } | { error: string } {
-  const cs = [...(status?.containerStatuses ?? []), ...(status?.initContainerStatuses ?? [])].find((c) => c.name === container);
+  const cs = [...(status?.containerStatuses ?? []), ...(status?.initContainerStatuses ?? []), ...(status?.ephemeralContainerStatuses ?? [])].find((c) => c.name === container);
   if (!cs) return { error: `container "${container}" in pod "${podName}" is not available` };
   const { state, lastState } = cs;
   if (previous) {

@@ -270,7 +270,7 @@ export class AgentServers {
     if (opts === 'invalid') return send(res, 422, '{"message": "Invalid request."}');
     const pod = this.host.podByName(namespace, podName);
     if (!pod) return send(res, 404, `pod "${podName}" does not exist`);
-    const known = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].some((c) => c.name === container);
+    const known = [...pod.spec.containers, ...(pod.spec.initContainers ?? []), ...(pod.spec.ephemeralContainers ?? [])].some((c) => c.name === container);
     if (!known) return send(res, 404, `container "${container}" not found in pod "${podName}"`);
     const target = await this.host.logTarget(pod, container, opts.previous);
     if (typeof target === 'string') return send(res, 400, target);

@@ -65,7 +65,7 @@ const flag = (q: URLSearchParams, name: string): boolean => q.get(name) === '1';
 
 /** The container's runtime id when it is running, from the pod's status. */
 async function runningContainer(runtime: Runtime, pod: Pod, name: string): Promise<string | undefined> {
-  const statuses = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])];
+  const statuses = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.ephemeralContainerStatuses ?? [])];
   const st = statuses.find((c) => c.name === name);
   if (!st?.containerID || !st.state?.running) return undefined;
   const id = st.containerID.replace(/^[a-z]+:\/\//, '');
