@@ -277,8 +277,9 @@ export class PodSyncer implements PodLifecycle {
     // kubelet's SyncPod starts ephemeral containers before init containers: each once, never restarted
     if (volumesReady && this.o.ephemeralContainers !== false) {
       for (const ec of pod.spec.ephemeralContainers ?? []) {
-        const { targetContainerName: _target, ...c } = ec;
-        if (instances.get(c.name)?.latest === undefined) wantRequeue(await this.startOrBackoff(pod, st, sandboxId, c, undefined));
+        const { targetContainerName, ...c } = ec;
+        const target = targetContainerName ? instances.get(targetContainerName)?.latest?.id : undefined;
+        if (instances.get(c.name)?.latest === undefined) wantRequeue(await this.startOrBackoff(pod, st, sandboxId, c, undefined, target));
       }
     }
     let initComplete = true;
@@ -555,7 +556,7 @@ export class PodSyncer implements PodLifecycle {
   }
 
   /** Starts a new instance of `c`, unless its crash-loop back-off is still running; returns a requeue delay. */
-  private async startOrBackoff(pod: Pod, st: PodState, sandboxId: string, c: Container, latest: rt.ContainerStatus | undefined): Promise<number | undefined> {
+  private async startOrBackoff(pod: Pod, st: PodState, sandboxId: string, c: Container, latest: rt.ContainerStatus | undefined, pidTargetId?: string): Promise<number | undefined> {
     const { uid, name, namespace } = pod.metadata;
     const key = `${uid}/${c.name}`;
     if (latest?.state === 'CONTAINER_EXITED') {
@@ -575,6 +576,7 @@ export class PodSyncer implements PodLifecycle {
       this.containerEvent(pod, c, 'Warning', 'Failed', `Error: ${built}`);
       return undefined;
     }
+    if (pidTargetId !== undefined) built.pidTargetId = pidTargetId;
     if (this.puller) {
       const image = await this.puller.ensure(pod, c, st.sandboxConfig, (type, reason, message) => this.containerEvent(pod, c, type, reason, message));
       if (!image.ok) {

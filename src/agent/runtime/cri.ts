@@ -326,6 +326,10 @@ export class CriRuntime implements Runtime {
       readonlyRootfs: sc.readonlyRootfs === true,
       noNewPrivs: sc.noNewPrivs === true,
     };
+    // kubelet's generateLinuxContainerConfig: a target container's PID namespace, unless the pod's is shared
+    if (config.pidTargetId !== undefined && securityContext.namespaceOptions?.pid === 'CONTAINER') {
+      securityContext.namespaceOptions = { ...securityContext.namespaceOptions, pid: 'TARGET', targetId: config.pidTargetId };
+    }
     if (sc.runAsUser !== undefined) securityContext.runAsUser = { value: sc.runAsUser };
     if (sc.runAsGroup !== undefined) securityContext.runAsGroup = { value: sc.runAsGroup };
     if (sc.capabilities) securityContext.capabilities = { addCapabilities: sc.capabilities.add, dropCapabilities: sc.capabilities.drop };

@@ -136,6 +136,8 @@ export interface ContainerConfig {
   stdin?: boolean;
   stdinOnce?: boolean;
   tty?: boolean;
+  /** An ephemeral container's targetContainerName: the runtime id of the container whose PID namespace it joins (CRI's TARGET mode). */
+  pidTargetId?: string;
 }
 
 export type ContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
