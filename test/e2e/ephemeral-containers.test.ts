@@ -141,6 +141,30 @@ void describe('pods/ephemeralcontainers on the server', () => {
     assert.match(removed.json.message as string, /spec\.ephemeralContainers: Forbidden: existing ephemeral containers "dbg" may not be removed/);
   });
 
+  void it('PodSecurity checks what pods/ephemeralcontainers adds: kubectl debug in a restricted namespace is refused', async () => {
+    const ns = await c.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'restricted', labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } } });
+    assert.equal(ns.status, 201, ns.text);
+    const secure = {
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    };
+    const pod = podObj('locked', {
+      securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [{ name: 'main', image: 'busybox', command: ['sleep', '600'], securityContext: secure }],
+    });
+    pod.metadata.namespace = 'restricted';
+    const created = await c.request('POST', '/api/v1/namespaces/restricted/pods', { body: pod });
+    assert.equal(created.status, 201, created.text);
+    const r = await c.kubectl(['debug', '-n', 'restricted', 'locked', '--image=busybox', '--container=dbg', '--', 'true']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false \(container "dbg"/);
+    const compliant = await c.request('PATCH', '/api/v1/namespaces/restricted/pods/locked/ephemeralcontainers', {
+      body: { spec: { ephemeralContainers: [{ name: 'ok', image: 'busybox', securityContext: secure }] } },
+      contentType: 'application/strategic-merge-patch+json',
+    });
+    assert.equal(compliant.status, 200, compliant.text);
+  });
+
   for (const version of VERSIONS) {
     void it(`kubectl ${version} debug adds an ephemeral container`, async () => {
       const name = `eph-kubectl-${version.replace('.', '')}`;
@@ -246,8 +270,11 @@ void describe('kubectl debug on a real orchlet (built-in process runtime)', () =
       const logs = await c.kubectl(['logs', 'target', '-c', `dbg${tag}`], { version });
       assert.equal(logs.code, 0, logs.stderr);
       assert.equal(logs.stdout, `hi from ${version}\n`);
-      const events = await c.kubectl(['get', 'events', '--field-selector', `involvedObject.fieldPath=spec.ephemeralContainers{dbg${tag}},reason=Started`, '-o', 'json']);
-      assert.equal((JSON.parse(events.stdout) as Json).items.length, 1, events.stdout);
+      // the agent posts its events on its own: the Started event comes, naming the ephemeral container
+      await eventually(`a Started event for spec.ephemeralContainers{dbg${tag}}`, async () => {
+        const events = await c.kubectl(['get', 'events', '--field-selector', `involvedObject.fieldPath=spec.ephemeralContainers{dbg${tag}},reason=Started`, '-o', 'json']);
+        return (JSON.parse(events.stdout) as Json).items.length === 1;
+      }, { timeoutMs: 20_000, intervalMs: 200 });
     });
 
     void it(`kubectl ${version} debug -it: the output of the ephemeral container comes back`, async () => {
