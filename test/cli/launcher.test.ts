@@ -8,8 +8,11 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { versionInfo } from '../../src/util/version.js';
+import { SERVER_FLAGS } from '../../src/server/options.js';
+import { AGENT_FLAGS } from '../../src/agent/options.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/orch-apiserver', import.meta.url));
+const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
 
 describe('bin/orch-apiserver launcher', () => {
   it('runs through its #! line with its node options', () => {
@@ -27,4 +30,21 @@ describe('bin/orch-apiserver launcher', () => {
     const size = Number(execFileSync(process.execPath, [...opts, '-e', probe], { encoding: 'utf8' }).trim());
     assert.ok(size <= 2 * semi * 1048576, `new space ${size} bytes with --max-semi-space-size=${semi}`);
   });
+});
+
+describe('--help and --version on the executables', () => {
+  // Every option of documents 2 and 3 is declared in SERVER_FLAGS / AGENT_FLAGS; the executables' own --help lists
+  // each one (with its type), exits 0 and leaves standard error empty.
+  for (const [bin, name, flags] of [
+    [BIN, 'orch-apiserver', SERVER_FLAGS],
+    [ORCHLET, 'orchlet', AGENT_FLAGS],
+  ] as const) {
+    it(`${name} --help lists every option, ${name} --version prints the version`, () => {
+      const help = execFileSync(bin, ['--help'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const missing = flags.filter((f) => !new RegExp(`^\\s+(-\\w, )?--${f.name}(\\s|=|$)`, 'm').test(help)).map((f) => f.name);
+      assert.deepEqual(missing, [], `options missing from ${name} --help`);
+      assert.match(help, new RegExp(`^Usage:`, 'm'));
+      assert.equal(execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim(), `${name} ${versionInfo().gitVersion}`);
+    });
+  }
 });
