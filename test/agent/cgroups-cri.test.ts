@@ -11,7 +11,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { CgroupFs, cgroupOf } from '../../src/agent/cgroups/fs.js';
 import type { Pod } from '../../src/agent/types.js';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { waitFor } from './runtime-contract.js';
 import { getJSON } from '../helpers/http.js';
@@ -25,9 +25,7 @@ const v1 = existsSync('/sys/fs/cgroup/cpu/cpu.shares');
 
 let harness: ContainerdHarness | undefined;
 after(async () => {
-  if (!harness) return;
-  await harness.stop();
-  assert.deepEqual(leftovers(harness), [], 'the harness left nothing behind');
+  await stopHarness(harness);
 });
 
 const sleeper = (name: string, resources?: Record<string, unknown>) => ({

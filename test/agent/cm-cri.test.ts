@@ -12,7 +12,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { eventually } from '../helpers/eventually.js';
 import type { Pod } from '../../src/agent/types.js';
@@ -26,9 +26,7 @@ const missing = containerdTestPrerequisites();
 
 let harness: ContainerdHarness | undefined;
 after(async () => {
-  if (!harness) return;
-  await harness.stop();
-  assert.deepEqual(leftovers(harness), [], 'the harness left nothing behind');
+  await stopHarness(harness);
 });
 
 /** The cpuset cgroup directory of a container (named by its id) under `root`. */

@@ -12,7 +12,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildImageLayout, leftovers, containerdTestPrerequisites, startContainerd, unmountUnder, type ContainerdHarness } from '../helpers/containerd.js';
+import { buildImageLayout, stopHarness, containerdTestPrerequisites, startContainerd, unmountUnder, type ContainerdHarness } from '../helpers/containerd.js';
 import { startCluster } from '../helpers/cluster.js';
 import { startAgent } from '../helpers/agent.js';
 import { waitFor } from './runtime-contract.js';
@@ -43,10 +43,7 @@ let harness: ContainerdHarness | undefined;
 let registry: TestRegistry | undefined;
 after(async () => {
   await registry?.stop();
-  if (harness) {
-    await harness.stop();
-    assert.deepEqual(leftovers(harness), [], 'the harness left nothing behind');
-  }
+  await stopHarness(harness);
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 

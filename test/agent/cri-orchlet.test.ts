@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { CriClient } from '../../src/agent/runtime/cri/client.js';
 import { parseLog } from '../../src/agent/runtime/crilog.js';
 import type { Pod } from '../../src/agent/types.js';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { waitFor } from './runtime-contract.js';
 import { getJSON } from '../helpers/http.js';
@@ -24,9 +24,7 @@ const missing = containerdTestPrerequisites();
 
 let harness: ContainerdHarness | undefined;
 after(async () => {
-  if (!harness) return;
-  await harness.stop();
-  assert.deepEqual(leftovers(harness), [], 'the harness left nothing behind');
+  await stopHarness(harness);
 });
 
 const pod = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec });

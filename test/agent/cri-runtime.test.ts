@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { CriRuntime } from '../../src/agent/runtime/cri.js';
 import { parseLog } from '../../src/agent/runtime/crilog.js';
 import { RuntimeError, type ContainerConfig, type PodSandboxConfig } from '../../src/agent/runtime/runtime.js';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, startContainerd, UNREACHABLE_IMAGE, type ContainerdHarness } from '../helpers/containerd.js';
 import { runtimeContract, waitFor } from './runtime-contract.js';
 
 // Under CI=true a missing program fails here; locally the file skips.
@@ -21,8 +21,7 @@ const started = (): Promise<ContainerdHarness> => (harness ??= startContainerd()
 after(async () => {
   if (!harness) return;
   const h = await harness;
-  await h.stop();
-  assert.deepEqual(leftovers(h), [], 'the harness left nothing behind');
+  await stopHarness(h);
 });
 
 async function connect(allowPrivileged = false): Promise<CriRuntime> {

@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { eventually } from '../helpers/eventually.js';
 import { seccompProfileOf } from '../../src/agent/seccomp.js';
@@ -25,9 +25,7 @@ const missing = containerdTestPrerequisites();
 
 let harness: ContainerdHarness | undefined;
 after(async () => {
-  if (!harness) return;
-  await harness.stop();
-  assert.deepEqual(leftovers(harness), [], 'the harness left nothing behind');
+  await stopHarness(harness);
 });
 
 const podOf = (spec: Record<string, unknown>, annotations: Record<string, string> = {}) =>

@@ -17,7 +17,7 @@ import { hostInterfacesOf, setHairpin } from '../../src/agent/network/hairpin.js
 import { parseAgentOptions } from '../../src/agent/options.js';
 import { CriRuntime } from '../../src/agent/runtime/cri.js';
 import type { PodSandboxConfig } from '../../src/agent/runtime/runtime.js';
-import { leftovers, missingPrograms, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { stopHarness, missingPrograms, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { requireBinary } from '../helpers/binaries.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
@@ -119,9 +119,7 @@ const missing = missingPrograms();
 void describe('hairpin mode on containerd with a CNI bridge', () => {
   let harness: ContainerdHarness | undefined;
   after(async () => {
-    if (!harness) return;
-    await harness.stop();
-    assert.deepEqual(leftovers(harness), []);
+    await stopHarness(harness);
   });
 
   void it('hairpin-veth turns hairpin on for the pod\'s bridge port; none leaves it as the conflist made it', async (t) => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseLog } from '../../src/agent/runtime/crilog.js';
 import { KERNEL_TUNABLES } from '../../src/agent/sysctl.js';
 import type { Pod } from '../../src/agent/types.js';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { getJSON } from '../helpers/http.js';
 import { requireBinary } from '../helpers/binaries.js';
@@ -22,9 +22,7 @@ const missing = containerdTestPrerequisites();
 
 let harness: ContainerdHarness | undefined;
 after(async () => {
-  if (!harness) return;
-  await harness.stop();
-  assert.deepEqual(leftovers(harness), [], 'the harness left nothing behind');
+  await stopHarness(harness);
 });
 
 /** A bash script running bin/orchlet with `args` in a mount namespace over temporary /proc/sys tunables (exec all the way: its pid is the agent's). */

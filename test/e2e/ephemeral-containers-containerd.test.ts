@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
 import { spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
@@ -81,10 +81,7 @@ void describe('kubectl debug on containerd', { skip: missing.length > 0 ? `missi
       clearTimeout(killer);
     }
     await c?.stop();
-    if (h) {
-      await h.stop();
-      assert.deepEqual(leftovers(h), [], 'the harness left nothing behind');
-    }
+    await stopHarness(h);
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 

@@ -28,7 +28,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CriClient } from '../../src/agent/runtime/cri/client.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
-import { BUSYBOX_IMAGE, buildImageLayout, containerdTestPrerequisites, leftovers, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, buildImageLayout, containerdTestPrerequisites, stopHarness, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { eventually } from '../helpers/eventually.js';
 import { ORCHLET_BIN, spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
 import { freePort } from '../helpers/ports.js';
@@ -268,10 +268,7 @@ void describe('orchlet CRI options on the real binary', { skip: missing.length >
     cri?.close();
     await c?.stop();
     await registry?.stop();
-    if (h) {
-      await h.stop();
-      assert.deepEqual(leftovers(h), [], 'the harness left nothing behind');
-    }
+    await stopHarness(h);
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
 import { waitFor } from '../agent/runtime-contract.js';
 import { httpGet, withPortForward } from '../helpers/portforward.js';
@@ -97,10 +97,7 @@ void describe('kubectl exec, attach and port-forward on containerd', { skip: mis
       clearTimeout(killer);
     }
     await c?.stop();
-    if (h) {
-      await h.stop();
-      assert.deepEqual(leftovers(h), [], 'the harness left nothing behind');
-    }
+    await stopHarness(h);
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 

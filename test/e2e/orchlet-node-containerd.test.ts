@@ -16,7 +16,7 @@ import type { AgentConfig } from '../../src/agent/agent.js';
 import { CriRuntime } from '../../src/agent/runtime/cri.js';
 import { CriClient } from '../../src/agent/runtime/cri/client.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
-import { BUSYBOX_IMAGE, leftovers, containerdTestPrerequisites, PAUSE_IMAGE, SPARE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
+import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, PAUSE_IMAGE, SPARE_IMAGE, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort, startAgent, type TestAgent } from '../helpers/agent.js';
 import { waitFor } from '../agent/runtime-contract.js';
 
@@ -82,10 +82,7 @@ void describe('orchlet node on containerd: host ports, images, garbage collectio
     await a?.agent.stop();
     cri?.close();
     await c?.stop();
-    if (h) {
-      await h.stop();
-      assert.deepEqual(leftovers(h), [], 'the harness left nothing behind');
-    }
+    await stopHarness(h);
     for (const r of roots) await rm(r, { recursive: true, force: true });
   });
 

@@ -22,6 +22,7 @@
  * Needs root, containerd, ctr, runc, busybox, ip, tar and the CNI plugins; missingPrograms() says
  * which are absent (tests skip locally and fail under CI=true, see binaries.ts).
  */
+import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, accessSync, constants } from 'node:fs';
@@ -626,4 +627,11 @@ export function leftovers(h: ContainerdHarness): string[] {
   for (const mount of cgroupMounts()) if (existsSync(join(mount, h.cgroupRoot))) out.push(`cgroup ${join(mount, h.cgroupRoot)}`);
   if (existsSync(h.dir)) out.push(`directory ${h.dir}`);
   return out;
+}
+
+/** Stops a harness (if one was started) and asserts that its teardown left nothing behind (see leftovers). */
+export async function stopHarness(h: ContainerdHarness | undefined): Promise<void> {
+  if (!h) return;
+  await h.stop();
+  assert.deepEqual(leftovers(h), [], 'the harness left nothing behind');
 }
