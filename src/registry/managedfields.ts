@@ -1641,10 +1641,14 @@ export function trackUpdate(live: JsonObject | null, updated: JsonObject, opts: 
     const set = createdFieldSet(updated, opts.schema, opts.defs, opts.ignored, opts.emptyObject);
     if (set !== null) {
       if (set.empty()) return undefined;
-      const id = managerIdentifier({ manager: opts.manager || 'unknown', operation: 'Update', apiVersion: opts.apiVersion, subresource: opts.subresource });
-      managed.fields.set(id, { set, apiVersion: opts.apiVersion, applied: false });
-      managed.times.set(id, opts.time);
-      return encodeManagedFields(managed);
+      // The one entry encodeManagedFields writes for this manager, without its identifier's JSON round trip.
+      const e: JsonObject = { manager: opts.manager || 'unknown', operation: 'Update' };
+      if (opts.apiVersion) e['apiVersion'] = opts.apiVersion;
+      e['time'] = opts.time;
+      e['fieldsType'] = 'FieldsV1';
+      e['fieldsV1'] = encodeFieldsV1(set);
+      if (opts.subresource) e['subresource'] = opts.subresource;
+      return [e];
     }
   }
   return trackUpdateGeneral(live, updated, managed, opts);
