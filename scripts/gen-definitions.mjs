@@ -383,10 +383,10 @@ pod['io.k8s.api.policy.v1beta1.Eviction'] = { ...eviction, 'x-kubernetes-group-v
 emitLazy(join(repo, 'src/registry/kinds/pod/definitions.ts'), 'POD_DEFINITIONS', HEADER('Pod, Binding and Eviction'), pod);
 
 const event = await generate(['CoreV1Event', 'CoreV1EventList', 'EventsV1Event', 'EventsV1EventList'], new Set(Object.keys(pod)));
-emit(join(repo, 'src/registry/kinds/event/definitions.ts'), 'EVENT_DEFINITIONS', HEADER('core/v1 and events.k8s.io/v1 Event'), event);
+emitLazy(join(repo, 'src/registry/kinds/event/definitions.ts'), 'EVENT_DEFINITIONS', HEADER('core/v1 and events.k8s.io/v1 Event'), event);
 
 const service = await generate(['V1Service', 'V1ServiceList', 'V1Endpoints', 'V1EndpointsList'], new Set([...Object.keys(pod), ...Object.keys(event)]));
-emit(join(repo, 'src/registry/kinds/service/definitions.ts'), 'SERVICE_DEFINITIONS', HEADER('Service and Endpoints'), service);
+emitLazy(join(repo, 'src/registry/kinds/service/definitions.ts'), 'SERVICE_DEFINITIONS', HEADER('Service and Endpoints'), service);
 
 const priorityClass = await generate(['V1PriorityClass', 'V1PriorityClassList'], new Set());
 emit(join(repo, 'src/registry/kinds/priorityclass/definitions.ts'), 'PRIORITY_CLASS_DEFINITIONS', HEADER('PriorityClass'), priorityClass);
@@ -401,7 +401,7 @@ const runtimeClass = await generate(['V1RuntimeClass', 'V1RuntimeClassList'], ne
 emit(join(repo, 'src/registry/kinds/runtimeclass/definitions.ts'), 'RUNTIME_CLASS_DEFINITIONS', HEADER('RuntimeClass'), runtimeClass);
 
 const ingressClass = await generate(['V1IngressClass', 'V1IngressClassList', 'V1Ingress', 'V1IngressList'], new Set());
-emit(join(repo, 'src/registry/kinds/ingressclass/definitions.ts'), 'INGRESS_CLASS_DEFINITIONS', HEADER('IngressClass and Ingress'), ingressClass);
+emitLazy(join(repo, 'src/registry/kinds/ingressclass/definitions.ts'), 'INGRESS_CLASS_DEFINITIONS', HEADER('IngressClass and Ingress'), ingressClass);
 
 // admissionregistration.k8s.io v1 (1.22 stopped serving v1beta1).
 const webhooks = await generate(

@@ -180,15 +180,15 @@ function eventRow(e: KObject, now: number): EventRow {
   return { lastSeen, firstSeen, count, object, source };
 }
 
-const DOC = EVENT_DEFINITIONS['io.k8s.api.events.v1.Event']!.properties!;
-const doc = (f: string) => DOC[f]?.description ?? '';
+// Column descriptions are read on first use (getters): the lazy schemas load then (idle memory).
+const doc = (f: string) => EVENT_DEFINITIONS['io.k8s.api.events.v1.Event']?.properties?.[f]?.description ?? '';
 
 /** The columns of both versions; cells read the core form. */
 const EVENT_COLUMNS: TableColumn[] = [
-  { name: 'Last Seen', type: 'string', description: doc('deprecatedLastTimestamp'), priority: 0, cell: (o, now) => eventRow(asCore(o), now ?? Date.now()).lastSeen },
-  { name: 'Type', type: 'string', description: doc('type'), priority: 0, cell: (o) => s(asCore(o)['type']) },
-  { name: 'Reason', type: 'string', description: doc('reason'), priority: 0, cell: (o) => s(asCore(o)['reason']) },
-  { name: 'Object', type: 'string', description: doc('regarding'), priority: 0, cell: (o) => eventRow(asCore(o), 0).object },
+  { name: 'Last Seen', type: 'string', get description() { return doc('deprecatedLastTimestamp'); }, priority: 0, cell: (o, now) => eventRow(asCore(o), now ?? Date.now()).lastSeen },
+  { name: 'Type', type: 'string', get description() { return doc('type'); }, priority: 0, cell: (o) => s(asCore(o)['type']) },
+  { name: 'Reason', type: 'string', get description() { return doc('reason'); }, priority: 0, cell: (o) => s(asCore(o)['reason']) },
+  { name: 'Object', type: 'string', get description() { return doc('regarding'); }, priority: 0, cell: (o) => eventRow(asCore(o), 0).object },
   {
     name: 'Subobject',
     type: 'string',
@@ -200,10 +200,10 @@ const EVENT_COLUMNS: TableColumn[] = [
       return isObject(inv) ? s(inv['fieldPath']) : '';
     },
   },
-  { name: 'Source', type: 'string', description: doc('reportingController'), priority: 1, cell: (o) => eventRow(asCore(o), 0).source },
-  { name: 'Message', type: 'string', description: doc('note'), priority: 0, cell: (o) => s(asCore(o)['message']).trim() },
-  { name: 'First Seen', type: 'string', description: doc('deprecatedFirstTimestamp'), priority: 1, cell: (o, now) => eventRow(asCore(o), now ?? Date.now()).firstSeen },
-  { name: 'Count', type: 'string', description: doc('deprecatedCount'), priority: 1, cell: (o) => eventRow(asCore(o), 0).count },
+  { name: 'Source', type: 'string', get description() { return doc('reportingController'); }, priority: 1, cell: (o) => eventRow(asCore(o), 0).source },
+  { name: 'Message', type: 'string', get description() { return doc('note'); }, priority: 0, cell: (o) => s(asCore(o)['message']).trim() },
+  { name: 'First Seen', type: 'string', get description() { return doc('deprecatedFirstTimestamp'); }, priority: 1, cell: (o, now) => eventRow(asCore(o), now ?? Date.now()).firstSeen },
+  { name: 'Count', type: 'string', get description() { return doc('deprecatedCount'); }, priority: 1, cell: (o) => eventRow(asCore(o), 0).count },
   {
     name: 'Name',
     type: 'string',

@@ -82,14 +82,20 @@ const classColumns: TableColumn[] = [
   {
     name: 'Controller',
     type: 'string',
-    description: INGRESS_CLASS_DEFINITIONS['io.k8s.api.networking.v1.IngressClassSpec']!.properties!['controller']!.description!,
+    // Read on first use: the schemas load then (lazy definitions, idle memory).
+    get description() {
+      return INGRESS_CLASS_DEFINITIONS['io.k8s.api.networking.v1.IngressClassSpec']!.properties!['controller']!.description!;
+    },
     priority: 0,
     cell: (o) => str(obj(o['spec'])['controller']),
   },
   {
     name: 'Parameters',
     type: 'string',
-    description: INGRESS_CLASS_DEFINITIONS['io.k8s.api.networking.v1.IngressClassSpec']!.properties!['parameters']!.description!,
+    // Read on first use: the schemas load then (lazy definitions, idle memory).
+    get description() {
+      return INGRESS_CLASS_DEFINITIONS['io.k8s.api.networking.v1.IngressClassSpec']!.properties!['parameters']!.description!;
+    },
     priority: 0,
     cell: (o) => {
       const p = obj(o['spec'])['parameters'];

@@ -11,6 +11,7 @@ import { SERVICE_DEFINITIONS } from './definitions.js';
 type Json = Record<string, any>;
 const list = (v: unknown): Json[] => (Array.isArray(v) ? (v as Json[]) : []);
 
+// Column descriptions are read on first use (getters): the lazy schemas load then (idle memory).
 const specDoc = (field: string): string => SERVICE_DEFINITIONS['io.k8s.api.core.v1.ServiceSpec']?.properties?.[field]?.description ?? '';
 
 /** loadBalancerStatusStringer: ingress IPs or host names; without -o wide, longer than 16 is cut to 13 + '...'. */
@@ -55,12 +56,12 @@ function formatSelector(sel: unknown): string {
 }
 
 export const SERVICE_COLUMNS: TableColumn[] = [
-  { name: 'Type', type: 'string', description: specDoc('type'), priority: 0, cell: (o) => String(o.spec?.type ?? '') },
-  { name: 'Cluster-IP', type: 'string', description: specDoc('clusterIP'), priority: 0, cell: (o) => (o.spec?.clusterIP ? String(o.spec.clusterIP) : '<none>') },
-  { name: 'External-IP', type: 'string', description: specDoc('externalIPs'), priority: 0, cell: (o) => serviceExternalIP(o) },
-  { name: 'Port(s)', type: 'string', description: specDoc('ports'), priority: 0, cell: (o) => servicePorts(o) },
+  { name: 'Type', type: 'string', get description() { return specDoc('type'); }, priority: 0, cell: (o) => String(o.spec?.type ?? '') },
+  { name: 'Cluster-IP', type: 'string', get description() { return specDoc('clusterIP'); }, priority: 0, cell: (o) => (o.spec?.clusterIP ? String(o.spec.clusterIP) : '<none>') },
+  { name: 'External-IP', type: 'string', get description() { return specDoc('externalIPs'); }, priority: 0, cell: (o) => serviceExternalIP(o) },
+  { name: 'Port(s)', type: 'string', get description() { return specDoc('ports'); }, priority: 0, cell: (o) => servicePorts(o) },
   AGE_COLUMN,
-  { name: 'Selector', type: 'string', description: specDoc('selector'), priority: 1, cell: (o) => formatSelector(o.spec?.selector) },
+  { name: 'Selector', type: 'string', get description() { return specDoc('selector'); }, priority: 1, cell: (o) => formatSelector(o.spec?.selector) },
 ];
 
 /** formatEndpoints: at most three ip:port pairs, then '+ N more...'; '<none>' without subsets. */
@@ -88,7 +89,9 @@ export const ENDPOINTS_COLUMNS: TableColumn[] = [
   {
     name: 'Endpoints',
     type: 'string',
-    description: SERVICE_DEFINITIONS['io.k8s.api.core.v1.Endpoints']?.properties?.['subsets']?.description ?? '',
+    get description() {
+      return SERVICE_DEFINITIONS['io.k8s.api.core.v1.Endpoints']?.properties?.['subsets']?.description ?? '';
+    },
     priority: 0,
     cell: (o) => formatEndpoints(o),
   },
