@@ -26,7 +26,7 @@ import { FieldSet, pe, refSchema, trackUpdate } from './managedfields.js';
 import type { KindFieldManager } from './fieldmanager.js';
 import type { Definitions } from './schema.js';
 import { encodeWithResourceVersion } from './rawjson.js';
-import { decodeStored, encodeStored, isStoredJSON, normalizeStored, type StorageEncoding } from './storagecodec.js';
+import { decodeStored, encodeStored, isStoredJSON, type StorageEncoding } from './storagecodec.js';
 import { EXPIRED_CONTINUE_MESSAGE, decodeContinue, encodeContinue, parseResourceVersion } from './versions.js';
 import type { WatchCache } from './cacher/watchcache.js';
 import { CacheWatch, consistentCacheWatch } from './cacher/cachewatch.js';
@@ -213,20 +213,11 @@ export class ResourceStore {
     return this.decl.namespaced ? `${this.root}${namespace}/${name}` : `${this.root}${name}`;
   }
 
-  private encode(input: KObject, forWrite = true): Buffer {
+  private encode(input: KObject): Buffer {
     const obj = this.decl.storedAs ? this.decl.storedAs.toStored(input) : input;
     const meta = obj.metadata ?? {};
     const { resourceVersion: _rv, selfLink: _sl, ...rest } = meta;
-    const stored = { ...obj, metadata: rest };
-    const encoding = this.deps.storageEncoding ?? 'json';
-    const value = encodeStored(stored, encoding);
-    // The watch cache would decode the value when its event comes: it gets the object that decode would give.
-    const cache = this.deps.watchCache;
-    if (forWrite && cache && encoding === 'protobuf' && !isStoredJSON(value)) {
-      const normalized = normalizeStored(stored);
-      if (normalized) cache.expect(value, normalized);
-    }
-    return value;
+    return encodeStored({ ...obj, metadata: rest }, this.deps.storageEncoding ?? 'json');
   }
 
   /**
@@ -712,7 +703,7 @@ export class ResourceStore {
             written = true;
             if (this.observers.size > 0) this.written(name, null, del.revision);
             await this.decl.afterDelete?.(obj, this.ctx(scope));
-            return { object: this.decode({ ...del.prevKv, value: this.encode(obj, false) }, del.revision), created: false };
+            return { object: this.decode({ ...del.prevKv, value: this.encode(obj) }, del.revision), created: false };
           } catch (err) {
             if (err instanceof StorageError && err.code === 'Conflict' && requested === 0 && attempt < MAX_UPDATE_ATTEMPTS) continue;
             throw this.translate(err, name);

@@ -375,19 +375,6 @@ export class WatchCache {
   private decoded: KObject | undefined;
 
   /**
-   * Values a store is writing, with the object a decode of each would give (storagecodec.ts normalizeStored):
-   * when the value's event comes, compact() takes that object instead of decoding the value. Keyed by the
-   * value itself (the embedded store hands the written buffer to its watchers); a value whose event never
-   * comes (a failed write), or comes as other bytes (encryption at rest, an etcd store), is simply decoded.
-   */
-  private readonly expected = new WeakMap<Uint8Array, KObject>();
-
-  /** Tells the cache the object a value about to be written decodes to (see `expected`). */
-  expect(value: Uint8Array, decoded: KObject): void {
-    this.expected.set(value, decoded);
-  }
-
-  /**
    * The KeyValue to keep: values that are views into a much larger buffer (a whole storage response) are
    * copied, so that keeping one object does not keep the response alive. Values stored as protobuf or YAML
    * (--storage-media-type) are kept as compact JSON, decoded once here (the object is left in `decoded`):
@@ -397,9 +384,7 @@ export class WatchCache {
   private compact(kv: KeyValue): KeyValue {
     if (kv.value.length > 0 && !isStoredJSON(kv.value)) {
       try {
-        let obj = this.expected.get(kv.value);
-        if (obj) this.expected.delete(kv.value);
-        else obj = decodeStored(kv.value);
+        const obj = decodeStored(kv.value);
         const out = { ...kv, value: ownBuffer(JSON.stringify(obj)) };
         this.decoded = obj;
         return out;
