@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { startBinCluster, type BinCluster } from '../helpers/binserver.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
-import { spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
+import { loopbackAgentArgs, spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
 
 type Json = Record<string, any>;
 
@@ -33,14 +33,7 @@ void describe('status patches of bin/orchlet, from the audit log', () => {
     c = await startBinCluster([`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`]);
     agent = spawnOrchlet([
       `--orchconfig=${c.kubeconfig}`,
-      `--root-dir=${join(dir, 'root')}`,
-      `--cert-dir=${join(dir, 'pki')}`,
-      `--hostname-override=${NODE}`,
-      '--node-ip=127.0.0.1',
-      '--address=127.0.0.1',
-      `--port=${await freePort()}`,
-      '--read-only-port=0',
-      '--healthz-port=0',
+      ...loopbackAgentArgs({ node: NODE, dir, port: await freePort() }),
     ]);
   });
 

@@ -11,7 +11,7 @@ import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.
 import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
-import { spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
+import { criRuntimeArgs, loopbackAgentArgs, spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
 
 type Json = Record<string, any>;
 
@@ -47,17 +47,8 @@ void describe('kubectl debug on containerd', { skip: missing.length > 0 ? `missi
     dir = await mkdtemp(join(tmpdir(), 'orch-eph-cri-'));
     agent = spawnOrchlet([
       `--orchconfig=${c.kubeconfig}`,
-      '--container-runtime=remote',
-      `--container-runtime-endpoint=${h.endpoint}`,
-      `--cgroup-root=${h.cgroupRoot}`,
-      `--root-dir=${join(dir, 'root')}`,
-      `--hostname-override=${NODE}`,
-      '--node-ip=127.0.0.1',
-      '--address=127.0.0.1',
-      `--port=${await freePort()}`,
-      '--read-only-port=0',
-      '--healthz-port=0',
-      `--cert-dir=${join(dir, 'pki')}`,
+      ...criRuntimeArgs(h),
+      ...loopbackAgentArgs({ node: NODE, dir, port: await freePort() }),
     ]);
     const pod = {
       apiVersion: 'v1',

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
+import { loopbackAgentArgs } from '../helpers/orchlet-process.js';
 import { requireBinary } from '../helpers/binaries.js';
 
 const ORCHLET = fileURLToPath(new URL('../../../bin/orchlet', import.meta.url));
@@ -57,14 +58,7 @@ void describe('resource managers through kubectl (bin/orchlet, API-server mode)'
         ORCHLET,
         '--make-iptables-util-chains=false',
         `--orchconfig=${c.kubeconfig}`,
-        `--root-dir=${join(dir, 'root')}`,
-        `--hostname-override=${NODE}`,
-        '--node-ip=127.0.0.1',
-        '--address=127.0.0.1',
-        `--port=${await freePort()}`,
-        '--read-only-port=0',
-        '--healthz-port=0',
-        `--cert-dir=${join(dir, 'pki')}`,
+        ...loopbackAgentArgs({ node: NODE, dir, port: await freePort() }),
         '--node-status-update-frequency=1s',
         '--cpu-manager-policy=static',
         '--reserved-cpus=0',

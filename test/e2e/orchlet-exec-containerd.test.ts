@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
 import { BUSYBOX_IMAGE, stopHarness, containerdTestPrerequisites, startContainerd, type ContainerdHarness } from '../helpers/containerd.js';
 import { freePort } from '../helpers/ports.js';
+import { criRuntimeArgs, loopbackAgentArgs } from '../helpers/orchlet-process.js';
 import { waitFor } from '../agent/runtime-contract.js';
 import { httpGet, withPortForward } from '../helpers/portforward.js';
 
@@ -67,17 +68,8 @@ void describe('kubectl exec, attach and port-forward on containerd', { skip: mis
         ORCHLET,
         '--make-iptables-util-chains=false',
         `--orchconfig=${c.kubeconfig}`,
-        '--container-runtime=remote',
-        `--container-runtime-endpoint=${h.endpoint}`,
-        `--cgroup-root=${h.cgroupRoot}`,
-        `--root-dir=${join(dir, 'root')}`,
-        `--hostname-override=${NODE}`,
-        '--node-ip=127.0.0.1',
-        '--address=127.0.0.1',
-        `--port=${await freePort()}`,
-        '--read-only-port=0',
-        '--healthz-port=0',
-        `--cert-dir=${join(dir, 'pki')}`,
+        ...criRuntimeArgs(h),
+        ...loopbackAgentArgs({ node: NODE, dir, port: await freePort() }),
         '--streaming-connection-idle-timeout=5m',
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },

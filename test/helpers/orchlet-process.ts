@@ -1,6 +1,7 @@
 // bin/orchlet as a child process of a test: spawned with the host's iptables left alone, its stderr
 // collected, and the options of a standalone agent on the containerd harness in one place.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PAUSE_IMAGE, type ContainerdHarness } from './containerd.js';
 
@@ -23,6 +24,28 @@ export function spawnOrchlet(args: readonly string[], options: { stdout?: 'ignor
   return { child, stderr: () => err, exited };
 }
 
+/**
+ * The options every test agent on loopback shares: its node name, --root-dir and --cert-dir under `dir`,
+ * 127.0.0.1 as node IP and address, the HTTPS port given, no read-only port (unless given) and no healthz port.
+ */
+export function loopbackAgentArgs(o: { node: string; dir: string; port: number; readOnlyPort?: number }): string[] {
+  return [
+    `--root-dir=${join(o.dir, 'root')}`,
+    `--cert-dir=${join(o.dir, 'pki')}`,
+    `--hostname-override=${o.node}`,
+    '--node-ip=127.0.0.1',
+    '--address=127.0.0.1',
+    `--port=${o.port}`,
+    `--read-only-port=${o.readOnlyPort ?? 0}`,
+    '--healthz-port=0',
+  ];
+}
+
+/** The options that put an agent on the harness's containerd (its socket and cgroup root). */
+export function criRuntimeArgs(h: Pick<ContainerdHarness, 'endpoint' | 'cgroupRoot'>): string[] {
+  return ['--container-runtime=remote', `--container-runtime-endpoint=${h.endpoint}`, `--cgroup-root=${h.cgroupRoot}`];
+}
+
 export interface CriStandaloneOptions {
   /** --hostname-override */
   node: string;
@@ -40,9 +63,7 @@ export interface CriStandaloneOptions {
 /** The options of a standalone orchlet running static pods on the harness's containerd. */
 export function criStandaloneArgs(h: Pick<ContainerdHarness, 'endpoint' | 'cgroupRoot'>, o: CriStandaloneOptions): string[] {
   return [
-    '--container-runtime=remote',
-    `--container-runtime-endpoint=${h.endpoint}`,
-    `--cgroup-root=${h.cgroupRoot}`,
+    ...criRuntimeArgs(h),
     `--pod-infra-container-image=${PAUSE_IMAGE}`,
     `--pod-manifest-path=${o.manifests}`,
     '--file-check-frequency=1s',
