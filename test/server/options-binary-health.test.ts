@@ -118,55 +118,17 @@ void describe('health checks and priority and fairness on the binary', () => {
 
   void it('a FlowSchema sending alice to a one-seat level that rejects: with her request holding the seat, the next is 429 with the PF headers; the admin is served', async () => {
     const hook = await holdingWebhook();
-    const flowcontrol = '/apis/flowcontrol.apiserver.k8s.io/v1beta2';
     try {
-      assert.equal((await c.kubectl(['create', 'rolebinding', 'alice-edit', '--clusterrole=edit', '--user=alice', '-n', 'default'])).code, 0);
-      const pl = await c.request('POST', `${flowcontrol}/prioritylevelconfigurations`, {
-        body: { apiVersion: 'flowcontrol.apiserver.k8s.io/v1beta2', kind: 'PriorityLevelConfiguration', metadata: { name: 'one-seat' }, spec: { type: 'Limited', limited: { assuredConcurrencyShares: 1, limitResponse: { type: 'Reject' } } } },
+      const { fs, pl, post } = await aliceOnOneSeatLevel(c, hook, {
+        suffix: '',
+        level: 'one-seat',
+        schema: 'alice-one-seat',
+        precedence: 100,
+        limitResponse: { type: 'Reject' },
+        webhook: 'configmaps.apf.test',
+        config: 'hold-configmaps',
       });
-      assert.equal(pl.status, 201, pl.text);
-      const fs = await c.request('POST', `${flowcontrol}/flowschemas`, {
-        body: {
-          apiVersion: 'flowcontrol.apiserver.k8s.io/v1beta2',
-          kind: 'FlowSchema',
-          metadata: { name: 'alice-one-seat' },
-          spec: {
-            priorityLevelConfiguration: { name: 'one-seat' },
-            matchingPrecedence: 100,
-            distinguisherMethod: { type: 'ByUser' },
-            rules: [{ subjects: [{ kind: 'User', user: { name: 'alice' } }], resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }] }],
-          },
-        },
-      });
-      assert.equal(fs.status, 201, fs.text);
-      const hookConfig = await c.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
-        body: {
-          apiVersion: 'admissionregistration.k8s.io/v1',
-          kind: 'ValidatingWebhookConfiguration',
-          metadata: { name: 'hold-configmaps' },
-          webhooks: [
-            {
-              name: 'configmaps.apf.test',
-              clientConfig: { url: `https://127.0.0.1:${(hook.server.address() as AddressInfo).port}/validate`, caBundle: Buffer.from(hook.ca).toString('base64') },
-              rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-              failurePolicy: 'Ignore',
-              timeoutSeconds: 30,
-              sideEffects: 'None',
-              admissionReviewVersions: ['v1'],
-            },
-          ],
-        },
-      });
-      assert.equal(hookConfig.status, 201, hookConfig.text);
       const aliceGet = () => c.server.request('/api/v1/namespaces/default/configmaps', { token: USER_TOKEN });
-      await eventually('alice classified by the new FlowSchema', async () => (await aliceGet()).headers['x-kubernetes-pf-flowschema-uid'] === fs.json.metadata.uid);
-      const post = (name: string) =>
-        c.server.request('/api/v1/namespaces/default/configmaps', {
-          token: USER_TOKEN,
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } }),
-        });
       await eventually('the webhook in use', async () => (await post(`probe-${Date.now()}`)).status === 201 && hook.calls > 0);
 
       hook.hold = true;
@@ -197,7 +159,6 @@ void describe('health checks and priority and fairness on the binary', () => {
 
   void it('dump_queues and dump_requests: alice\'s request waiting in a queue of a one-seat queuing level while her create holds the seat', async () => {
     const hook = await holdingWebhook();
-    const flowcontrol = '/apis/flowcontrol.apiserver.k8s.io/v1beta2';
     const dump = async (what: string) => {
       const r = await c.server.request(`/debug/api_priority_and_fairness/${what}`);
       assert.equal(r.status, 200, r.body);
@@ -218,58 +179,16 @@ void describe('health checks and priority and fairness on the binary', () => {
       const emptyRequests = await dump('dump_requests');
       assert.equal(emptyRequests, 'PriorityLevelName, FlowSchemaName, QueueIndex, RequestIndexInQueue, FlowDistingsher, ArriveTime, InitialSeats, FinalSeats, AdditionalLatency\n');
 
-      assert.equal((await c.kubectl(['create', 'rolebinding', 'alice-edit-queued', '--clusterrole=edit', '--user=alice', '-n', 'default'])).code, 0);
-      const pl = await c.request('POST', `${flowcontrol}/prioritylevelconfigurations`, {
-        body: {
-          apiVersion: 'flowcontrol.apiserver.k8s.io/v1beta2',
-          kind: 'PriorityLevelConfiguration',
-          metadata: { name: 'one-seat-queued' },
-          spec: { type: 'Limited', limited: { assuredConcurrencyShares: 1, limitResponse: { type: 'Queue', queuing: { queues: 4, handSize: 2, queueLengthLimit: 10 } } } },
-        },
+      const { post } = await aliceOnOneSeatLevel(c, hook, {
+        suffix: '-queued',
+        level: 'one-seat-queued',
+        schema: 'alice-queued',
+        precedence: 50,
+        limitResponse: { type: 'Queue', queuing: { queues: 4, handSize: 2, queueLengthLimit: 10 } },
+        webhook: 'configmaps.apf-queued.test',
+        config: 'hold-configmaps-queued',
       });
-      assert.equal(pl.status, 201, pl.text);
-      const fs = await c.request('POST', `${flowcontrol}/flowschemas`, {
-        body: {
-          apiVersion: 'flowcontrol.apiserver.k8s.io/v1beta2',
-          kind: 'FlowSchema',
-          metadata: { name: 'alice-queued' },
-          spec: {
-            priorityLevelConfiguration: { name: 'one-seat-queued' },
-            matchingPrecedence: 50,
-            distinguisherMethod: { type: 'ByUser' },
-            rules: [{ subjects: [{ kind: 'User', user: { name: 'alice' } }], resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }] }],
-          },
-        },
-      });
-      assert.equal(fs.status, 201, fs.text);
-      const hookConfig = await c.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
-        body: {
-          apiVersion: 'admissionregistration.k8s.io/v1',
-          kind: 'ValidatingWebhookConfiguration',
-          metadata: { name: 'hold-configmaps-queued' },
-          webhooks: [
-            {
-              name: 'configmaps.apf-queued.test',
-              clientConfig: { url: `https://127.0.0.1:${(hook.server.address() as AddressInfo).port}/validate`, caBundle: Buffer.from(hook.ca).toString('base64') },
-              rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-              failurePolicy: 'Ignore',
-              timeoutSeconds: 30,
-              sideEffects: 'None',
-              admissionReviewVersions: ['v1'],
-            },
-          ],
-        },
-      });
-      assert.equal(hookConfig.status, 201, hookConfig.text);
       const aliceList = () => c.server.request('/api/v1/namespaces/default/configmaps', { token: USER_TOKEN });
-      await eventually('alice classified by the new FlowSchema', async () => (await aliceList()).headers['x-kubernetes-pf-flowschema-uid'] === fs.json.metadata.uid);
-      const post = (name: string) =>
-        c.server.request('/api/v1/namespaces/default/configmaps', {
-          token: USER_TOKEN,
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } }),
-        });
       const callsBefore = hook.calls;
       await eventually('the webhook in use', async () => (await post(`queued-probe-${Date.now()}`)).status === 201 && hook.calls > callsBefore);
 
@@ -357,6 +276,67 @@ void describe('--enable-priority-and-fairness=false on the binary', () => {
 });
 
 /** The pid of the bin/orch-apiserver process (node itself) whose command line has `arg`. */
+/**
+ * Sends alice (edit in default, through a RoleBinding named alice-edit<suffix>) to a one-seat priority level of
+ * its own through a FlowSchema, and has a validating webhook (the holding one) called on her ConfigMap creates;
+ * waits until her requests are classified by the new FlowSchema. Gives the FlowSchema and a create as alice.
+ */
+async function aliceOnOneSeatLevel(
+  c: BinCluster,
+  hook: Awaited<ReturnType<typeof holdingWebhook>>,
+  o: { suffix: string; level: string; schema: string; precedence: number; limitResponse: Record<string, unknown>; webhook: string; config: string },
+) {
+  const flowcontrol = '/apis/flowcontrol.apiserver.k8s.io/v1beta2';
+  assert.equal((await c.kubectl(['create', 'rolebinding', `alice-edit${o.suffix}`, '--clusterrole=edit', '--user=alice', '-n', 'default'])).code, 0);
+  const pl = await c.request('POST', `${flowcontrol}/prioritylevelconfigurations`, {
+    body: { apiVersion: 'flowcontrol.apiserver.k8s.io/v1beta2', kind: 'PriorityLevelConfiguration', metadata: { name: o.level }, spec: { type: 'Limited', limited: { assuredConcurrencyShares: 1, limitResponse: o.limitResponse } } },
+  });
+  assert.equal(pl.status, 201, pl.text);
+  const fs = await c.request('POST', `${flowcontrol}/flowschemas`, {
+    body: {
+      apiVersion: 'flowcontrol.apiserver.k8s.io/v1beta2',
+      kind: 'FlowSchema',
+      metadata: { name: o.schema },
+      spec: {
+        priorityLevelConfiguration: { name: o.level },
+        matchingPrecedence: o.precedence,
+        distinguisherMethod: { type: 'ByUser' },
+        rules: [{ subjects: [{ kind: 'User', user: { name: 'alice' } }], resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }] }],
+      },
+    },
+  });
+  assert.equal(fs.status, 201, fs.text);
+  const hookConfig = await c.request('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+    body: {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: o.config },
+      webhooks: [
+        {
+          name: o.webhook,
+          clientConfig: { url: `https://127.0.0.1:${(hook.server.address() as AddressInfo).port}/validate`, caBundle: Buffer.from(hook.ca).toString('base64') },
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+          failurePolicy: 'Ignore',
+          timeoutSeconds: 30,
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+        },
+      ],
+    },
+  });
+  assert.equal(hookConfig.status, 201, hookConfig.text);
+  const list = () => c.server.request('/api/v1/namespaces/default/configmaps', { token: USER_TOKEN });
+  await eventually('alice classified by the new FlowSchema', async () => (await list()).headers['x-kubernetes-pf-flowschema-uid'] === fs.json.metadata.uid);
+  const post = (name: string) =>
+    c.server.request('/api/v1/namespaces/default/configmaps', {
+      token: USER_TOKEN,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } }),
+    });
+  return { fs, pl, post };
+}
+
 async function listeningPid(arg: string): Promise<number> {
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
