@@ -17,10 +17,9 @@
  */
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { isIP, type Socket } from 'node:net';
 import { posix } from 'node:path';
-import { connect as tlsConnect } from 'node:tls';
 import { apiErrors, StatusError } from '../registry/errors.js';
+import { viaDialer } from '../util/dial.js';
 import { apiVersionOf, type ConnectorSubresource, type KObject, type SubresourceContext } from '../registry/kind.js';
 import type { AgentTransport } from './connect.js';
 import type { ApiRequest, ApiResponse } from './http.js';
@@ -108,11 +107,6 @@ export async function serveProxy(
   const prependSuffix = trailing && !locPath.endsWith('/') ? `${locPath}/` : locPath;
   const prepend = requestPath.endsWith(prependSuffix) ? requestPath.slice(0, requestPath.length - prependSuffix.length) : requestPath;
 
-  const tunnel = transport.dial
-    ? await transport.dial(target.hostname.replace(/^\[|\]$/g, ''), Number(target.port || (target.protocol === 'https:' ? 443 : 80))).catch((err: NodeJS.ErrnoException) => {
-        throw apiErrors.serviceUnavailable(`error trying to reach service: ${dialMessage(err, target)}`);
-      })
-    : undefined;
   const https = target.protocol === 'https:';
   const tls = loc.agent
     ? {
@@ -122,12 +116,8 @@ export async function serveProxy(
         ...(transport.key !== undefined ? { key: transport.key } : {}),
       }
     : { rejectUnauthorized: false };
-  const via = tunnel
-    ? {
-        createConnection: () =>
-          (https ? tlsConnect({ ...tls, socket: tunnel, ...(isIP(target.hostname) ? {} : { servername: target.hostname }) }) : tunnel) as Socket,
-      }
-    : { agent: false as const };
+  // Through the cluster egress (--egress-selector-config-file) when there is one, as Kubernetes' proxy transport dials.
+  const via = transport.dial ? { createConnection: viaDialer(transport.dial, https) as never } : { agent: false as const };
   const method = req.method ?? 'GET';
   const upstream = await new Promise<IncomingMessage>((resolve, reject) => {
     const r = https ? httpsRequest(target, { method, headers, ...via, ...tls }, resolve) : httpRequest(target, { method, headers, ...via }, resolve);

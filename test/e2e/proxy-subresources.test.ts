@@ -4,8 +4,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer as createHttpServer, request as httpRequest, type Server as HttpServer } from 'node:http';
+import { connect } from 'node:net';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
@@ -246,5 +247,156 @@ void describe('proxy subresources: nodes/proxy, pods/proxy, services/proxy', () 
     const nodeItem = doc.paths['/api/v1/nodes/{name}/proxy'] as Json;
     assert.equal(nodeItem.options.operationId, 'connectCoreV1OptionsNodeProxy');
     assert.equal((nodeItem.parameters as Json[]).find((p) => p.name === 'path')?.description, 'Path is the URL path to use for the current proxy request to node.');
+  });
+});
+
+// services/proxy through Endpoints needs a pod IP that Endpoints validation accepts (not loopback). The node says its
+// IP is 192.0.2.10 (TEST-NET-1), and the server reaches the cluster through its cluster egress: an HTTP CONNECT
+// proxy of the test that carries 192.0.2.10 to 127.0.0.1, where the agent and the pod listen, as a tunnel to the
+// node network (konnectivity) would.
+void describe('services/proxy through the endpoints, over the cluster egress', () => {
+  const NODE_IP = '192.0.2.10';
+  const NODE2 = 'proxy-egress-node';
+  let c: TestCluster;
+  let dir = '';
+  let orchlet: OrchletProcess | undefined;
+  let tunnel: HttpServer | undefined;
+  const connects: string[] = [];
+  const sockets = new Set<{ destroy(): void }>();
+  let webPort = 0;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'orch-proxy-egress-'));
+    tunnel = createHttpServer((_q, s) => s.writeHead(405).end());
+    tunnel.on('connect', (req, client, head) => {
+      connects.push(req.url ?? '');
+      sockets.add(client);
+      const [host, port] = (req.url ?? '').split(':');
+      const upstream = connect(Number(port), host === NODE_IP ? '127.0.0.1' : (host ?? ''), () => {
+        client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+        if (head.length > 0) upstream.write(head);
+        upstream.pipe(client);
+        client.pipe(upstream);
+      });
+      sockets.add(upstream);
+      upstream.on('error', () => client.end('HTTP/1.1 503 Service Unavailable\r\n\r\n'));
+      client.on('error', () => upstream.destroy());
+    });
+    await new Promise<void>((resolve) => tunnel!.listen(0, '127.0.0.1', resolve));
+    const egress = join(dir, 'egress.yaml');
+    const tunnelPort = (tunnel.address() as { port: number }).port;
+    await writeFile(egress, JSON.stringify({
+      apiVersion: 'apiserver.k8s.io/v1beta1',
+      kind: 'EgressSelectorConfiguration',
+      egressSelections: [{ name: 'cluster', connection: { proxyProtocol: 'HTTPConnect', transport: { tcp: { url: `http://127.0.0.1:${tunnelPort}` } } } }],
+    }));
+    c = await startCluster([`--egress-selector-config-file=${egress}`]);
+    orchlet = spawnOrchlet([
+      `--orchconfig=${c.kubeconfig}`,
+      `--root-dir=${join(dir, 'root')}`,
+      `--hostname-override=${NODE2}`,
+      `--node-ip=${NODE_IP}`,
+      '--address=127.0.0.1',
+      `--port=${await freePort()}`,
+      '--read-only-port=0',
+      '--healthz-port=0',
+      `--cert-dir=${join(dir, 'pki')}`,
+      '--node-status-update-frequency=1s',
+    ]);
+    webPort = await freePort();
+    const r = await c.kubectl(['create', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: 'web', namespace: 'default', labels: { app: 'web' } },
+            spec: {
+              nodeName: NODE2,
+              terminationGracePeriodSeconds: 1,
+              automountServiceAccountToken: false,
+              containers: [{ name: 'main', image: 'busybox', command: [process.execPath, '-e', ECHO, String(webPort)] }],
+            },
+          },
+          { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: webPort }] } },
+          {
+            apiVersion: 'v1',
+            kind: 'Endpoints',
+            metadata: { name: 'web' },
+            subsets: [{ addresses: [{ ip: NODE_IP, targetRef: { kind: 'Pod', namespace: 'default', name: 'web' } }], ports: [{ name: 'http', port: webPort }] }],
+          },
+        ],
+      }),
+    });
+    assert.equal(r.code, 0, r.stderr);
+    await eventually('pod web Running', async () => {
+      const p = await c.kubectl(['get', 'pod', 'web', '-o', 'json']);
+      const pod = p.code === 0 ? (JSON.parse(p.stdout) as Json) : undefined;
+      return pod?.status?.containerStatuses?.[0]?.state?.running && pod.status.podIP === NODE_IP ? pod : undefined;
+    }, { timeoutMs: 30_000 }).catch((err: unknown) => {
+      throw new Error(`${String(err)}\norchlet stderr:\n${orchlet?.stderr() ?? ''}`);
+    });
+    await eventually('the pod to serve', async () => (await c.request('GET', `/api/v1/namespaces/default/pods/web:${webPort}/proxy/ping`)).status === 200, { timeoutMs: 15_000 });
+  });
+  after(async () => {
+    if (orchlet) {
+      orchlet.child.kill('SIGTERM');
+      await orchlet.exited;
+    }
+    await c?.stop();
+    for (const s of sockets) s.destroy();
+    tunnel?.closeAllConnections();
+    await new Promise((resolve) => tunnel?.close(resolve) ?? resolve(undefined));
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  void it('kubectl get --raw reaches the service by port name or number, and every method goes through', async () => {
+    for (const [i, name] of ['web:http', 'web:80', 'http:web:80'].entries()) {
+      const r = await c.kubectl(['get', '--raw', `/api/v1/namespaces/default/services/${name}/proxy/svc?n=${i}`]);
+      assert.equal(r.code, 0, r.stderr);
+      const got = JSON.parse(r.stdout) as Json;
+      assert.equal(got.url, `/svc?n=${i}`);
+      assert.equal(got.fwdUri, `/api/v1/namespaces/default/services/${name}/proxy/svc`);
+    }
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+      const r = await c.request(method, '/api/v1/namespaces/default/services/web:http/proxy/m', { body: `${method} body`, contentType: 'text/plain' });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json?.method, method);
+      if (method !== 'OPTIONS') assert.equal(r.json?.body, `${method} body`);
+    }
+    // Through the cluster egress, to the endpoint's address and port.
+    assert.ok(connects.includes(`${NODE_IP}:${webPort}`), connects.join(' '));
+    // nodes/proxy over the same egress, to the agent at the node's address.
+    const healthz = await c.kubectl(['get', '--raw', `/api/v1/nodes/${NODE2}/proxy/healthz`]);
+    assert.equal(healthz.stdout, 'ok', healthz.stderr);
+  });
+
+  void it('kubectl proxy reaches services/proxy', async () => {
+    const kp: ChildProcess = spawn(kubectlPath()!, ['proxy', '--port=0', `--kubeconfig=${c.kubeconfig}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        kp.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /127\.0\.0\.1:(\d+)/.exec(out);
+          if (m) resolve(Number(m[1]));
+        });
+        kp.once('exit', (code) => reject(new Error(`kubectl proxy exited ${code}`)));
+      });
+      const body = await new Promise<string>((resolve, reject) => {
+        httpRequest({ host: '127.0.0.1', port, path: '/api/v1/namespaces/default/services/web:http/proxy/through/kubectl' }, (res) => {
+          let b = '';
+          res.on('data', (d: Buffer) => (b += d.toString()));
+          res.on('end', () => resolve(b));
+        })
+          .on('error', reject)
+          .end();
+      });
+      assert.equal((JSON.parse(body) as Json).url, '/through/kubectl');
+    } finally {
+      kp.kill('SIGTERM');
+    }
   });
 });
