@@ -10,7 +10,7 @@
 import { request as httpsRequest } from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { connect as tlsConnect } from '../util/node-tls.js';
 import { apiErrors, StatusError } from '../registry/errors.js';
 import { apiVersionOf, type ActionSubresource, type ConnectorSubresource, type KObject, type KindDecl, type SubresourceContext } from '../registry/kind.js';
 import { cannotBeHandledMessage, checkFields, parseBody } from '../registry/decode.js';

@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { connect as tlsConnect } from '../util/node-tls.js';
 import type { Dialer } from '../util/dial.js';
 import { yaml } from '../util/yaml.js';
 import { konnectivityDialer } from './egress/konnectivity.js';

@@ -15,7 +15,8 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
-import { createSecureContext, type SecureContext, type SecureVersion } from 'node:tls';
+import type { SecureContext, SecureVersion } from 'node:tls';
+import { createSecureContext } from '../util/node-tls.js';
 
 export { CIPHER_SUITE_OPENSSL_NAMES, tlsCiphers, tlsMinVersion } from '../util/tls.js';
 

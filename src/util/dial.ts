@@ -7,7 +7,8 @@
  */
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
+import type { ConnectionOptions } from 'node:tls';
+import { connect as tlsConnect } from './node-tls.js';
 
 /** Opens a connection to host:port (a bare IPv6 address without brackets). */
 export type Dialer = (host: string, port: number) => Promise<Duplex>;

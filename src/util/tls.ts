@@ -7,7 +7,8 @@
  * Insecure suites are accepted with Kubernetes' warning; suites this OpenSSL build cannot offer (RC4,
  * 3DES) are dropped with a warning, and a list left with none is a startup error.
  */
-import { getCiphers, type SecureVersion } from 'node:tls';
+import type { SecureVersion } from 'node:tls';
+import { getCiphers } from './node-tls.js';
 import { TLS_INSECURE_CIPHER_SUITES } from './flags.js';
 
 export const TLS_VERSION_MAP: Record<string, SecureVersion> = {

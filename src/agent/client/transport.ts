@@ -19,7 +19,8 @@
 import { connect as http2Connect, constants as h2c, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
+import type { ConnectionOptions, TLSSocket } from 'node:tls';
+import { connect as tlsConnect } from '../../util/node-tls.js';
 import type { Readable } from 'node:stream';
 import type { ClientConfig } from './kubeconfig.js';
 

@@ -9,7 +9,7 @@
 import { request as httpsRequest } from 'node:https';
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { checkServerIdentity } from 'node:tls';
+import { checkServerIdentity } from '../../util/node-tls.js';
 import type { KObject } from '../kind.js';
 import { resolveServiceReference, type ServiceResolverDeps } from '../service-resolver.js';
 import { outgoingTraceparent, runInSpanContext } from '../../util/tracecontext.js';
