@@ -65,6 +65,12 @@ export interface KindSettings {
   eventTTLSeconds?: number;
   /** --orchlet-preferred-address-types: the node address types the server reaches agents at, in order. */
   agentAddressTypes?: readonly string[];
+  /**
+   * Whether the proxy subresources may reach loopback addresses (Kubernetes never lets them): only when the server
+   * serves on a loopback address alone (--bind-address), so that every client is on this machine and can reach its
+   * loopback anyway; a single-machine cluster's pods and nodes are there.
+   */
+  proxyToLoopback?: boolean;
   /** The server's authorizer chain (--authorization-mode), for the access reviews. */
   authorizer?: AccessAuthorizer;
   /** The server's Service cluster IP and node port allocators (--service-cluster-ip-range, --service-node-port-range). */

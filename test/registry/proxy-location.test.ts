@@ -41,9 +41,18 @@ void describe('proxy locations', () => {
     for (const bad of ['ftp:web:80', ':80', 'a:b:c:d', '']) assert.equal(splitSchemeNamePort(bad), undefined, bad);
   });
 
-  void it('proxies to global unicast and loopback addresses only', () => {
-    for (const ok of ['10.0.0.1', '192.0.2.1', '127.0.0.1', '2001:db8::1', '::1']) assert.ok(isProxyableIP(ok), ok);
-    for (const no of ['', 'host', '0.0.0.0', '169.254.1.1', '224.0.0.1', '255.255.255.255', '::', 'fe80::1', 'ff02::1']) assert.ok(!isProxyableIP(no), no);
+  void it('proxies to global unicast addresses only, and to loopback only where the server serves on loopback alone', async () => {
+    for (const ok of ['10.0.0.1', '192.0.2.1', '2001:db8::1']) assert.ok(isProxyableIP(ok), ok);
+    for (const no of ['', 'host', '0.0.0.0', '169.254.1.1', '224.0.0.1', '255.255.255.255', '::', 'fe80::1', 'ff02::1']) assert.ok(!isProxyableIP(no, true), no);
+    for (const lo of ['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1']) {
+      assert.ok(!isProxyableIP(lo), `${lo} refused, as Kubernetes refuses it`);
+      assert.ok(isProxyableIP(lo, true), `${lo} allowed on a loopback-only server`);
+    }
+    // A pod whose IP is the server's own loopback: refused unless the server serves on loopback alone.
+    const objects = { pods: { web: pod('web', '127.0.0.1') } };
+    assert.deepEqual(await status(podProxyConnector.location(context('pods', objects), 'web', new URLSearchParams())), { code: 400, message: 'address not allowed' });
+    const local = { ...context('pods', objects), settings: { proxyToLoopback: true } } as SubresourceContext;
+    assert.equal((await podProxyConnector.location(local, 'web', new URLSearchParams()))!.url.href, 'http://127.0.0.1:8080/');
   });
 
   void it('services: a port number becomes the service port name; the address must be a pod of the namespace with that IP', async () => {

@@ -11,8 +11,11 @@
  *   then an address of an Endpoints subset with a port of that name, whose targetRef is a pod of the same
  *   namespace that has that IP (503 "no endpoints available for service" otherwise).
  *
- * Kubernetes refuses to proxy to addresses that are not global unicast ("address not allowed"); orch also
- * accepts loopback addresses, as node IPs may be loopback on a single-machine cluster (README).
+ * Kubernetes refuses to proxy to loopback, link-local and multicast addresses ("address not allowed"), so that
+ * whoever may proxy cannot reach the server's own host. orch does the same, except where the server serves on a
+ * loopback address alone (settings.proxyToLoopback): its clients are then all on this machine and reach its
+ * loopback anyway, and a single-machine cluster's node and pod IPs are loopback addresses (README). The node
+ * agent's own port is reached as exec and logs reach it, without this check.
  */
 import { isIP } from 'node:net';
 import { apiErrors } from '../errors.js';
@@ -38,16 +41,21 @@ export function splitSchemeNamePort(id: string): { scheme: string; name: string;
   return { scheme, name, port };
 }
 
-/** Whether orch proxies to this IP: global unicast, as Kubernetes' IsProxyableIP, or loopback. */
-export function isProxyableIP(ip: string): boolean {
+/**
+ * Whether orch proxies to this IP: as Kubernetes' IsProxyableIP, not loopback, link-local, multicast or
+ * unspecified; loopback only when `allowLoopback` (settings.proxyToLoopback).
+ */
+export function isProxyableIP(ip: string, allowLoopback = false): boolean {
   const v = isIP(ip);
-  if (v === 4) {
-    const [a, b] = ip.split('.').map(Number) as [number, number];
+  if (v === 4 || (v === 6 && /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(ip))) {
+    const [a, b] = ip.replace(/^::ffff:/i, '').split('.').map(Number) as [number, number];
+    if (a === 127) return allowLoopback;
     if (a === 0 || (a === 169 && b === 254) || a >= 224) return false;
     return true;
   }
   if (v === 6) {
     const l = ip.toLowerCase();
+    if (l === '::1' || l === '0:0:0:0:0:0:0:1') return allowLoopback;
     if (l === '::' || /^fe[89ab]/.test(l) || l.startsWith('ff')) return false;
     return true;
   }
@@ -93,7 +101,7 @@ export const nodeProxyConnector: ConnectorSubresource = {
     const agent = new URL(await nodeAgentBase(ctx, parts.name));
     if (parts.port === '' || parts.port === agent.port) return { url: agent, contentType: '', agent: true };
     const host = agent.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(host) !== 0 && !isProxyableIP(host)) throw apiErrors.badRequest('address not allowed');
+    if (isIP(host) !== 0 && !isProxyableIP(host, ctx.settings.proxyToLoopback)) throw apiErrors.badRequest('address not allowed');
     return { url: backendURL(parts.scheme, host, parts.port), contentType: '' };
   },
 };
@@ -124,7 +132,7 @@ export const podProxyConnector: ConnectorSubresource = {
       }
     }
     const ip = podIP(pod);
-    if (!isProxyableIP(ip)) throw apiErrors.badRequest('address not allowed');
+    if (!isProxyableIP(ip, ctx.settings.proxyToLoopback)) throw apiErrors.badRequest('address not allowed');
     return { url: backendURL(parts.scheme, ip, port), contentType: '' };
   },
 };
