@@ -4,7 +4,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer as createHttpServer, request as httpRequest, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { connect } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
+import { httpGet } from '../helpers/portforward.js';
 import { spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
 
 type Json = Record<string, any>;
@@ -23,6 +24,25 @@ const ECHO = `require('http').createServer((q, s) => { let b = ''; q.on('data', 
   s.setHeader('access-control-allow-origin', '*'); s.setHeader('x-echo', 'yes');
   s.end(JSON.stringify({ method: q.method, url: q.url, body: b, fwdUri: q.headers['x-forwarded-uri'] ?? null, auth: q.headers['authorization'] ?? null }));
 }); }).listen(Number(process.argv[1]), '127.0.0.1')`;
+
+/** Runs `kubectl proxy` on a free port until it says where it listens, calls `use` with that port, then stops it. */
+async function withKubectlProxy(kubeconfig: string, use: (port: number) => Promise<void>): Promise<void> {
+  const kp: ChildProcess = spawn(kubectlPath()!, ['proxy', '--port=0', `--kubeconfig=${kubeconfig}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let out = '';
+      kp.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        const m = /127\.0\.0\.1:(\d+)/.exec(out);
+        if (m) resolve(Number(m[1]));
+      });
+      kp.once('exit', (code) => reject(new Error(`kubectl proxy exited ${code}`)));
+    });
+    await use(port);
+  } finally {
+    kp.kill('SIGTERM');
+  }
+}
 
 void describe('proxy subresources: nodes/proxy, pods/proxy, services/proxy', () => {
   let c: TestCluster;
@@ -177,37 +197,15 @@ void describe('proxy subresources: nodes/proxy, pods/proxy, services/proxy', () 
   });
 
   void it('kubectl proxy reaches pods/proxy, nodes/proxy and services/proxy', async () => {
-    const kp: ChildProcess = spawn(kubectlPath()!, ['proxy', '--port=0', `--kubeconfig=${c.kubeconfig}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-    try {
-      const port = await new Promise<number>((resolve, reject) => {
-        let out = '';
-        kp.stdout!.on('data', (d: Buffer) => {
-          out += d.toString();
-          const m = /127\.0\.0\.1:(\d+)/.exec(out);
-          if (m) resolve(Number(m[1]));
-        });
-        kp.once('exit', (code) => reject(new Error(`kubectl proxy exited ${code}`)));
-      });
-      const get = (path: string): Promise<{ status: number; body: string }> =>
-        new Promise((resolve, reject) => {
-          httpRequest({ host: '127.0.0.1', port, path }, (res) => {
-            let body = '';
-            res.on('data', (d: Buffer) => (body += d.toString()));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-          })
-            .on('error', reject)
-            .end();
-        });
-      const pod = await get('/api/v1/namespaces/default/pods/web/proxy/through/kubectl?q=1');
-      assert.equal(pod.status, 200, pod.body);
+    await withKubectlProxy(c.kubeconfig, async (port) => {
+      const pod = await httpGet(port, '/api/v1/namespaces/default/pods/web/proxy/through/kubectl?q=1');
+      assert.equal(pod.code, 200, pod.body);
       assert.equal((JSON.parse(pod.body) as Json).url, '/through/kubectl?q=1');
-      const svc = await get('/api/v1/namespaces/default/services/lonely/proxy/');
-      assert.equal(svc.status, 503, svc.body);
-      const node = await get(`/api/v1/nodes/${NODE}/proxy/healthz`);
+      const svc = await httpGet(port, '/api/v1/namespaces/default/services/lonely/proxy/');
+      assert.equal(svc.code, 503, svc.body);
+      const node = await httpGet(port, `/api/v1/nodes/${NODE}/proxy/healthz`);
       assert.equal(node.body, 'ok');
-    } finally {
-      kp.kill('SIGTERM');
-    }
+    });
   });
 
   void it('authorizes as Kubernetes does: the verb from the method, resource pods/proxy, the name with its port', async () => {
@@ -374,29 +372,9 @@ void describe('services/proxy through the endpoints, over the cluster egress', (
   });
 
   void it('kubectl proxy reaches services/proxy', async () => {
-    const kp: ChildProcess = spawn(kubectlPath()!, ['proxy', '--port=0', `--kubeconfig=${c.kubeconfig}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-    try {
-      const port = await new Promise<number>((resolve, reject) => {
-        let out = '';
-        kp.stdout!.on('data', (d: Buffer) => {
-          out += d.toString();
-          const m = /127\.0\.0\.1:(\d+)/.exec(out);
-          if (m) resolve(Number(m[1]));
-        });
-        kp.once('exit', (code) => reject(new Error(`kubectl proxy exited ${code}`)));
-      });
-      const body = await new Promise<string>((resolve, reject) => {
-        httpRequest({ host: '127.0.0.1', port, path: '/api/v1/namespaces/default/services/web:http/proxy/through/kubectl' }, (res) => {
-          let b = '';
-          res.on('data', (d: Buffer) => (b += d.toString()));
-          res.on('end', () => resolve(b));
-        })
-          .on('error', reject)
-          .end();
-      });
-      assert.equal((JSON.parse(body) as Json).url, '/through/kubectl');
-    } finally {
-      kp.kill('SIGTERM');
-    }
+    await withKubectlProxy(c.kubeconfig, async (port) => {
+      const r = await httpGet(port, '/api/v1/namespaces/default/services/web:http/proxy/through/kubectl');
+      assert.equal((JSON.parse(r.body) as Json).url, '/through/kubectl');
+    });
   });
 });
