@@ -1,26 +1,21 @@
 /**
  * What the kinds and their subresources take from the server's options: --allow-privileged, --event-ttl,
- * --orchlet-preferred-address-types, whether proxies may reach loopback (--bind-address on loopback), and how the server reaches node agents (--orchlet-certificate-authority,
- * --orchlet-client-certificate, --orchlet-client-key, --orchlet-timeout).
+ * --orchlet-preferred-address-types, whether proxies may reach loopback (--bind-address on loopback), and how
+ * the server reaches node agents (--orchlet-certificate-authority, --orchlet-client-certificate,
+ * --orchlet-client-key, --orchlet-timeout).
  */
 import { readFileSync } from 'node:fs';
 import type { AgentTransport } from '../endpoints/connect.js';
 import type { KindSettings } from '../registry/kind.js';
+import { isLoopbackIP } from '../registry/kinds/proxy.js';
 import type { ServerOptions } from './options.js';
-
-/** Whether an IP literal is a loopback address (127.0.0.0/8, ::1, or IPv4-mapped 127.x). */
-function isLoopback(ip: string | undefined): boolean {
-  if (!ip) return false;
-  const v4 = ip.replace(/^::ffff:/i, '');
-  return /^127\.\d+\.\d+\.\d+$/.test(v4) || ip === '::1';
-}
 
 export function kindSettingsFrom(o: ServerOptions): KindSettings {
   return {
     allowPrivileged: o.allowPrivileged,
     eventTTLSeconds: Math.max(1, Math.round(o.eventTtl / 1000)),
     agentAddressTypes: o.orchletPreferredAddressTypes,
-    proxyToLoopback: isLoopback(o.bindAddress),
+    proxyToLoopback: o.bindAddress !== undefined && isLoopbackIP(o.bindAddress),
   };
 }
 

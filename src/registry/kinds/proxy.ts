@@ -41,23 +41,35 @@ export function splitSchemeNamePort(id: string): { scheme: string; name: string;
   return { scheme, name, port };
 }
 
+/** An IPv4 address, or the IPv4 address an IPv4-mapped IPv6 address (::ffff:a.b.c.d) holds; else undefined. */
+function ipv4Of(ip: string): string | undefined {
+  const v = isIP(ip);
+  if (v === 4) return ip;
+  return v === 6 && /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(ip) ? ip.slice(7) : undefined;
+}
+
+/** Whether an IP literal is a loopback address: 127.0.0.0/8 (also IPv4-mapped) or ::1. */
+export function isLoopbackIP(ip: string): boolean {
+  const v4 = ipv4Of(ip);
+  if (v4 !== undefined) return v4.startsWith('127.');
+  const l = ip.toLowerCase();
+  return isIP(ip) === 6 && (l === '::1' || l === '0:0:0:0:0:0:0:1');
+}
+
 /**
  * Whether orch proxies to this IP: as Kubernetes' IsProxyableIP, not loopback, link-local, multicast or
  * unspecified; loopback only when `allowLoopback` (settings.proxyToLoopback).
  */
 export function isProxyableIP(ip: string, allowLoopback = false): boolean {
-  const v = isIP(ip);
-  if (v === 4 || (v === 6 && /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(ip))) {
-    const [a, b] = ip.replace(/^::ffff:/i, '').split('.').map(Number) as [number, number];
-    if (a === 127) return allowLoopback;
-    if (a === 0 || (a === 169 && b === 254) || a >= 224) return false;
-    return true;
+  if (isLoopbackIP(ip)) return allowLoopback;
+  const v4 = ipv4Of(ip);
+  if (v4 !== undefined) {
+    const [a, b] = v4.split('.').map(Number) as [number, number];
+    return !(a === 0 || (a === 169 && b === 254) || a >= 224);
   }
-  if (v === 6) {
+  if (isIP(ip) === 6) {
     const l = ip.toLowerCase();
-    if (l === '::1' || l === '0:0:0:0:0:0:0:1') return allowLoopback;
-    if (l === '::' || /^fe[89ab]/.test(l) || l.startsWith('ff')) return false;
-    return true;
+    return !(l === '::' || /^fe[89ab]/.test(l) || l.startsWith('ff'));
   }
   return false;
 }
