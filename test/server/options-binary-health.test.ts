@@ -28,18 +28,8 @@ import { makeCA, makeServingCert } from '../../src/server/certs.js';
 import { ADMIN_TOKEN, startBin, startBinCluster, USER_TOKEN, type BinCluster, type BinServer } from '../helpers/binserver.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
+import { POST_START_HOOKS } from '../helpers/health.js';
 
-const HOOKS = [
-  'start-kube-apiserver-admission-initializer',
-  'generic-apiserver-start-informers',
-  'priority-and-fairness-config-consumer',
-  'priority-and-fairness-filter',
-  'bootstrap-controller',
-  'rbac/bootstrap-roles',
-  'scheduling/bootstrap-system-priority-classes',
-  'priority-and-fairness-config-producer',
-  'start-cluster-authentication-info-controller',
-].map((h) => `poststarthook/${h}`);
 
 const lines = (checks: string[], end: string) => `${checks.map((c) => `[+]${c} ok\n`).join('')}${end}\n`;
 
@@ -56,9 +46,9 @@ void describe('health checks and priority and fairness on the binary', () => {
     const get = (path: string) => c.server.request(path);
     const livez = await get('/livez?verbose');
     assert.equal(livez.status, 200);
-    assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...HOOKS], 'livez check passed'));
-    assert.equal((await get('/readyz?verbose')).body, lines(['ping', 'log', 'etcd', 'informer-sync', ...HOOKS, 'shutdown'], 'readyz check passed'));
-    assert.equal((await get('/healthz?verbose')).body, lines(['ping', 'log', 'etcd', ...HOOKS], 'healthz check passed'));
+    assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'livez check passed'));
+    assert.equal((await get('/readyz?verbose')).body, lines(['ping', 'log', 'etcd', 'informer-sync', ...POST_START_HOOKS, 'shutdown'], 'readyz check passed'));
+    assert.equal((await get('/healthz?verbose')).body, lines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'healthz check passed'));
     for (const e of ['livez', 'readyz', 'healthz']) {
       assert.deepEqual([(await get(`/${e}`)).status, (await get(`/${e}`)).body], [200, 'ok']);
       const one = await get(`/${e}/poststarthook/rbac/bootstrap-roles`);
@@ -269,7 +259,7 @@ void describe('--enable-priority-and-fairness=false on the binary', () => {
     }
     const livez = await c.server.request('/livez?verbose');
     const off = new Set(['poststarthook/priority-and-fairness-config-consumer', 'poststarthook/priority-and-fairness-filter']);
-    assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...HOOKS.filter((h) => !off.has(h))], 'livez check passed'));
+    assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...POST_START_HOOKS.filter((h) => !off.has(h))], 'livez check passed'));
     const fs = await c.kubectl(['get', 'flowschemas', '-o', 'name']);
     assert.match(fs.stdout, /^flowschema\.flowcontrol\.apiserver\.k8s\.io\/global-default$/m);
   });

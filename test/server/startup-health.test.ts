@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createControlPlane } from '../../src/server/controlplane.js';
 import { parseServerOptions } from '../../src/server/options.js';
+import { POST_START_HOOKS } from '../helpers/health.js';
 
 const TOKEN = 'startup-health-token';
 
@@ -29,17 +30,6 @@ function get(port: number, path: string): Promise<{ status: number; body: string
   });
 }
 
-const HOOKS = [
-  'start-kube-apiserver-admission-initializer',
-  'generic-apiserver-start-informers',
-  'priority-and-fairness-config-consumer',
-  'priority-and-fairness-filter',
-  'bootstrap-controller',
-  'rbac/bootstrap-roles',
-  'scheduling/bootstrap-system-priority-classes',
-  'priority-and-fairness-config-producer',
-  'start-cluster-authentication-info-controller',
-].map((h) => `poststarthook/${h}`);
 
 void describe('post-start hooks in the health checks', () => {
   void it('fail until the control plane has started, then pass in kube-apiserver\'s order', async () => {
@@ -64,10 +54,10 @@ void describe('post-start hooks in the health checks', () => {
       const lines = (checks: string[], end: string) => `${checks.map((c) => `[+]${c} ok\n`).join('')}${end}\n`;
       const livez = await get(port, '/livez?verbose');
       assert.equal(livez.status, 200);
-      assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...HOOKS], 'livez check passed'));
+      assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'livez check passed'));
       const readyz = await get(port, '/readyz?verbose');
-      assert.equal(readyz.body, lines(['ping', 'log', 'etcd', 'informer-sync', ...HOOKS, 'shutdown'], 'readyz check passed'));
-      assert.equal((await get(port, '/healthz?verbose')).body, lines(['ping', 'log', 'etcd', ...HOOKS], 'healthz check passed'));
+      assert.equal(readyz.body, lines(['ping', 'log', 'etcd', 'informer-sync', ...POST_START_HOOKS, 'shutdown'], 'readyz check passed'));
+      assert.equal((await get(port, '/healthz?verbose')).body, lines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'healthz check passed'));
       const one = await get(port, '/readyz/poststarthook/rbac/bootstrap-roles');
       assert.deepEqual(one, { status: 200, body: 'ok' });
     } finally {
