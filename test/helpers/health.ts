@@ -12,3 +12,6 @@ export const POST_START_HOOKS = [
   'priority-and-fairness-config-producer',
   'start-cluster-authentication-info-controller',
 ].map((h) => `poststarthook/${h}`);
+
+/** A verbose health answer whose checks all passed: a `[+]<check> ok` line each, then `end`. */
+export const passedLines = (checks: string[], end: string): string => `${checks.map((c) => `[+]${c} ok\n`).join('')}${end}\n`;

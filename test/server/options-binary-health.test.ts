@@ -28,10 +28,9 @@ import { makeCA, makeServingCert } from '../../src/server/certs.js';
 import { ADMIN_TOKEN, startBin, startBinCluster, USER_TOKEN, type BinCluster, type BinServer } from '../helpers/binserver.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
-import { POST_START_HOOKS } from '../helpers/health.js';
+import { passedLines, POST_START_HOOKS } from '../helpers/health.js';
 
 
-const lines = (checks: string[], end: string) => `${checks.map((c) => `[+]${c} ok\n`).join('')}${end}\n`;
 
 void describe('health checks and priority and fairness on the binary', () => {
   let c: BinCluster;
@@ -46,9 +45,9 @@ void describe('health checks and priority and fairness on the binary', () => {
     const get = (path: string) => c.server.request(path);
     const livez = await get('/livez?verbose');
     assert.equal(livez.status, 200);
-    assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'livez check passed'));
-    assert.equal((await get('/readyz?verbose')).body, lines(['ping', 'log', 'etcd', 'informer-sync', ...POST_START_HOOKS, 'shutdown'], 'readyz check passed'));
-    assert.equal((await get('/healthz?verbose')).body, lines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'healthz check passed'));
+    assert.equal(livez.body, passedLines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'livez check passed'));
+    assert.equal((await get('/readyz?verbose')).body, passedLines(['ping', 'log', 'etcd', 'informer-sync', ...POST_START_HOOKS, 'shutdown'], 'readyz check passed'));
+    assert.equal((await get('/healthz?verbose')).body, passedLines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'healthz check passed'));
     for (const e of ['livez', 'readyz', 'healthz']) {
       assert.deepEqual([(await get(`/${e}`)).status, (await get(`/${e}`)).body], [200, 'ok']);
       const one = await get(`/${e}/poststarthook/rbac/bootstrap-roles`);
@@ -259,7 +258,7 @@ void describe('--enable-priority-and-fairness=false on the binary', () => {
     }
     const livez = await c.server.request('/livez?verbose');
     const off = new Set(['poststarthook/priority-and-fairness-config-consumer', 'poststarthook/priority-and-fairness-filter']);
-    assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...POST_START_HOOKS.filter((h) => !off.has(h))], 'livez check passed'));
+    assert.equal(livez.body, passedLines(['ping', 'log', 'etcd', ...POST_START_HOOKS.filter((h) => !off.has(h))], 'livez check passed'));
     const fs = await c.kubectl(['get', 'flowschemas', '-o', 'name']);
     assert.match(fs.stdout, /^flowschema\.flowcontrol\.apiserver\.k8s\.io\/global-default$/m);
   });

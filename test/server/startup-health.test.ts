@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createControlPlane } from '../../src/server/controlplane.js';
 import { parseServerOptions } from '../../src/server/options.js';
-import { POST_START_HOOKS } from '../helpers/health.js';
+import { passedLines, POST_START_HOOKS } from '../helpers/health.js';
 
 const TOKEN = 'startup-health-token';
 
@@ -51,13 +51,12 @@ void describe('post-start hooks in the health checks', () => {
       assert.equal((await get(port, '/healthz')).status, 500);
 
       await cp.start();
-      const lines = (checks: string[], end: string) => `${checks.map((c) => `[+]${c} ok\n`).join('')}${end}\n`;
       const livez = await get(port, '/livez?verbose');
       assert.equal(livez.status, 200);
-      assert.equal(livez.body, lines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'livez check passed'));
+      assert.equal(livez.body, passedLines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'livez check passed'));
       const readyz = await get(port, '/readyz?verbose');
-      assert.equal(readyz.body, lines(['ping', 'log', 'etcd', 'informer-sync', ...POST_START_HOOKS, 'shutdown'], 'readyz check passed'));
-      assert.equal((await get(port, '/healthz?verbose')).body, lines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'healthz check passed'));
+      assert.equal(readyz.body, passedLines(['ping', 'log', 'etcd', 'informer-sync', ...POST_START_HOOKS, 'shutdown'], 'readyz check passed'));
+      assert.equal((await get(port, '/healthz?verbose')).body, passedLines(['ping', 'log', 'etcd', ...POST_START_HOOKS], 'healthz check passed'));
       const one = await get(port, '/readyz/poststarthook/rbac/bootstrap-roles');
       assert.deepEqual(one, { status: 200, body: 'ok' });
     } finally {
