@@ -1635,18 +1635,21 @@ function uidOf(obj: unknown): string {
 export function trackUpdate(live: JsonObject | null, updated: JsonObject, opts: UpdateTracking): JsonObject[] | undefined {
   const liveMeta = live && isJsonObject(live['metadata']) ? live['metadata'] : {};
   const newMeta = isJsonObject(updated['metadata']) ? updated['metadata'] : {};
-  const managed = managedForUpdate(liveMeta['managedFields'], newMeta['managedFields'], opts.subresource !== '');
+  // A create without managedFields in the request starts from no managers (what managedForUpdate gives for
+  // two absent lists), without decoding either.
+  const fresh = live === null && newMeta['managedFields'] === undefined;
+  const managed = fresh ? emptyManaged() : managedForUpdate(liveMeta['managedFields'], newMeta['managedFields'], opts.subresource !== '');
   if (managed.fields.size === 0 && live !== null && uidOf(live) !== '') return undefined;
   if (live === null && managed.fields.size === 0) {
-    const set = createdFieldSet(updated, opts.schema, opts.defs, opts.ignored, opts.emptyObject);
-    if (set !== null) {
-      if (set.empty()) return undefined;
+    const fieldsV1 = createdFieldsV1(updated, opts.schema, opts.defs, opts.ignored, opts.emptyObject);
+    if (fieldsV1 !== null) {
+      if (isEmptyObject(fieldsV1)) return undefined;
       // The one entry encodeManagedFields writes for this manager, without its identifier's JSON round trip.
       const e: JsonObject = { manager: opts.manager || 'unknown', operation: 'Update' };
       if (opts.apiVersion) e['apiVersion'] = opts.apiVersion;
       e['time'] = opts.time;
       e['fieldsType'] = 'FieldsV1';
-      e['fieldsV1'] = encodeFieldsV1(set);
+      e['fieldsV1'] = fieldsV1;
       if (opts.subresource) e['subresource'] = opts.subresource;
       return [e];
     }
@@ -1669,27 +1672,25 @@ function isEmptyObject(o: JsonObject): boolean {
 }
 
 /**
- * The fields a create records, without a diff: compared with the kind's zero value (`zero`, default `{}`),
- * every path of the new object that typed.Compare visits is added (leaves, and containers as a whole)
- * unless the zero value has it: then a leaf counts only when its value differs, and a container is
- * walked without becoming a member. Built bottom-up in path element order, leaving out
- * metadata.managedFields, the ignored fields (recursively, as Comparison.ExcludeFields) and the fields
- * stripMeta drops (non-recursively), so the set equals the one the Update chain computes. Null when the
- * object's root is not a granular map or a value's shape differs from the zero value's (the general path
- * then handles it).
+ * The fields a create records, without a diff, as the FieldsV1 object encodeFieldsV1 would write for them:
+ * compared with the kind's zero value (`zero`, default `{}`), every path of the new object that typed.Compare
+ * visits is added (leaves, and containers as a whole) unless the zero value has it: then a leaf counts only
+ * when its value differs, and a container is walked without becoming a member. Emitted bottom-up in path
+ * element order (FieldsV1's order), leaving out metadata.managedFields, the ignored fields (recursively, as
+ * Comparison.ExcludeFields) and the fields stripMeta drops (non-recursively), so the object equals the one the
+ * Update chain encodes; no FieldSet is built. Null when the object's root is not a granular map or a value's
+ * shape differs from the zero value's (the general path then handles it).
  */
-function createdFieldSet(obj: JsonObject, schema: Schema, defs: Definitions, ignored: FieldSet | undefined, zero?: JsonObject): FieldSet | null {
+function createdFieldsV1(obj: JsonObject, schema: Schema, defs: Definitions, ignored: FieldSet | undefined, zero?: JsonObject): JsonObject | null {
   const a = deduceAtom(atomOf(schema, defs), obj);
   if (!a.map || a.map.atomic) return null;
-  const out = new FieldSet();
-  if (Object.keys(obj).length === 0 && (zero === undefined || isEmptyObject(zero))) return out;
+  if (Object.keys(obj).length === 0 && (zero === undefined || isEmptyObject(zero))) return {};
   try {
-    buildMapFields(out, obj, a.map, defs, ignored, STRIPPED_FIELDS, true, zero);
+    return emitMapFields(obj, a.map, defs, ignored, STRIPPED_FIELDS, true, zero);
   } catch (e) {
     if (e === SHAPE_MISMATCH) return null;
     throw e;
   }
-  return out;
 }
 
 const SHAPE_MISMATCH = new Error('the object and the zero value differ in shape');
@@ -1716,21 +1717,23 @@ function zeroMember(v: unknown, z: unknown, type: Schema, defs: Definitions): { 
   return { member: false, walk: true };
 }
 
-/** The child set of `e` with the ignored and stripped subsets below it; attached to `parent` when not empty. */
-function buildChild(
-  v: unknown,
-  type: Schema,
-  defs: Definitions,
-  ig: FieldSet | undefined,
-  st: FieldSet | undefined,
-  z?: unknown,
-): FieldSet | undefined {
+/**
+ * The FieldsV1 value of one path element: its children (undefined when it has none), plus the '.' key
+ * (last, as emitV1 writes it) when the element is also a member.
+ */
+function emitted(member: boolean, sub: JsonObject | undefined): JsonObject | undefined {
+  if (sub === undefined) return member ? {} : undefined;
+  if (member) sub['.'] = {};
+  return sub;
+}
+
+/** The FieldsV1 object of the paths below `v` with the ignored and stripped subsets below it; undefined when none. */
+function emitChild(v: unknown, type: Schema, defs: Definitions, ig: FieldSet | undefined, st: FieldSet | undefined, z?: unknown): JsonObject | undefined {
   const a = deduceAtom(atomOf(type, defs), v);
   if (a.map) {
     if (a.map.atomic || !isJsonObject(v) || (isEmptyObject(v) && isEmptyContainer(z))) return undefined;
-    const s = new FieldSet();
-    buildMapFields(s, v, a.map, defs, ig, st, false, isJsonObject(z) ? z : undefined);
-    return s;
+    const out = emitMapFields(v, a.map, defs, ig, st, false, isJsonObject(z) ? z : undefined);
+    return isEmptyObject(out) ? undefined : out;
   }
   if (a.scalar) return undefined;
   if (a.list) {
@@ -1738,22 +1741,45 @@ function buildChild(
     if (a.list.atomic || !Array.isArray(v) || v.length === 0) return undefined;
     const list = a.list;
     const L = indexList(list, v, defs);
-    const order = L.order.slice().sort(comparePathElements);
-    const s = new FieldSet();
+    const order = L.order.length < 2 ? L.order : L.order.slice().sort(comparePathElements);
+    const out: JsonObject = {};
+    let any = false;
     for (const e of order) {
       if (ig?.hasMember(e)) continue;
       const item = L.items.get(peId(e))?.item;
-      if (!st?.hasMember(e)) s.members.push(e);
-      const sub = buildChild(item, list.elem, defs, ig?.child(e), st?.child(e));
-      if (sub !== undefined && !sub.empty()) s.children.push({ pe: e, set: sub });
+      const member = !st?.hasMember(e);
+      const value = emitted(member, emitChild(item, list.elem, defs, ig?.child(e), st?.child(e)));
+      if (value === undefined) continue;
+      out[serializePathElement(e)] = value;
+      any = true;
     }
-    return s;
+    return any ? out : undefined;
   }
   return undefined;
 }
 
-function buildMapFields(
-  s: FieldSet,
+/**
+ * Object.keys(v) in compareBytes order. Objects have few keys, often already in order: an insertion sort
+ * in place allocates nothing, where Array.prototype.sort with a comparator allocates its work arrays.
+ */
+function sortedKeys(v: JsonObject): string[] {
+  const keys = Object.keys(v);
+  const n = keys.length;
+  if (n > 32) return keys.sort(compareBytes);
+  for (let i = 1; i < n; i++) {
+    const k = keys[i] as string;
+    let j = i - 1;
+    if (compareBytes(keys[j] as string, k) <= 0) continue;
+    do {
+      keys[j + 1] = keys[j] as string;
+      j--;
+    } while (j >= 0 && compareBytes(keys[j] as string, k) > 0);
+    keys[j + 1] = k;
+  }
+  return keys;
+}
+
+function emitMapFields(
   v: JsonObject,
   m: NonNullable<Atom['map']>,
   defs: Definitions,
@@ -1761,30 +1787,35 @@ function buildMapFields(
   st: FieldSet | undefined,
   root: boolean,
   zero?: JsonObject,
-): void {
-  const keys = Object.keys(v).sort(compareBytes);
+): JsonObject {
+  const out: JsonObject = {};
+  const keys = sortedKeys(v);
   for (const key of keys) {
     let val = v[key];
     if (val === undefined) continue;
-    const e: PathElement = { field: key };
-    if (ig?.hasMember(e)) continue;
+    // The element is only made where a set is there to look it up in.
+    const e: PathElement | undefined = ig !== undefined || st !== undefined ? { field: key } : undefined;
+    if (e !== undefined && ig?.hasMember(e)) continue;
     if (root && key === 'metadata' && isJsonObject(val) && hasOwn(val, 'managedFields')) {
       val = { ...val };
       delete (val as JsonObject)['managedFields'];
     }
     const type = mapFieldType(m, key) ?? UNTYPED_ATOMIC;
     const z = zero?.[key];
+    const igc = e === undefined ? undefined : ig?.child(e);
+    const stc = e === undefined ? undefined : st?.child(e);
     let member = true;
-    let sub: FieldSet | undefined;
-    if (z === undefined) sub = buildChild(val, type, defs, ig?.child(e), st?.child(e));
+    let sub: JsonObject | undefined;
+    if (z === undefined) sub = emitChild(val, type, defs, igc, stc);
     else {
       const zm = zeroMember(val, z, type, defs);
       member = zm.member;
-      if (zm.walk) sub = buildChild(val, type, defs, ig?.child(e), st?.child(e), z);
+      if (zm.walk) sub = emitChild(val, type, defs, igc, stc, z);
     }
-    if (member && !st?.hasMember(e)) s.members.push(e);
-    if (sub !== undefined && !sub.empty()) s.children.push({ pe: e, set: sub });
+    const value = emitted(member && !(e !== undefined && st?.hasMember(e)), sub);
+    if (value !== undefined) out['f:' + key] = value;
   }
+  return out;
 }
 
 function trackUpdateGeneral(live: JsonObject | null, updated: JsonObject, managed: Managed, opts: UpdateTracking): JsonObject[] | undefined {

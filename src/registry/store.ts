@@ -169,8 +169,22 @@ const FRESHNESS_WAIT_MS = 3000;
 
 /** The audit annotator of a request scope (a no-op when the request is not audited). */
 function auditAnnotator(scope: RequestScope): (key: string, value: string) => void {
-  return scope.auditAnnotate ?? (() => {});
+  return scope.auditAnnotate ?? noAnnotation;
 }
+
+const noAnnotation = (): void => {};
+
+/** A set built once and shared: frozen, so that a change made through a shared reference throws. */
+function frozenSet(set: FieldSet): FieldSet {
+  Object.freeze(set.members);
+  Object.freeze(set.children);
+  Object.freeze(set);
+  return set;
+}
+
+/** The ignored fields of writes to the main resource (status) and to a subresource (spec). */
+const IGNORED_MAIN = frozenSet(FieldSet.of([pe.field('status')]));
+const IGNORED_SUBRESOURCE = frozenSet(FieldSet.of([pe.field('spec')]));
 
 export function generateName(base: string): string {
   let s = '';
@@ -279,14 +293,10 @@ export class ResourceStore {
   }
 
   private ctx(scope: RequestScope, subresource = ''): StrategyContext {
-    return {
-      featureGates: this.deps.featureGates,
-      namespace: scope.namespace,
-      subresource,
-      settings: this.deps.settings ?? {},
-      ...(scope.user ? { user: scope.user } : {}),
-      ...(scope.dryRun ? { dryRun: true } : {}),
-    };
+    const ctx: StrategyContext = { featureGates: this.deps.featureGates, namespace: scope.namespace, subresource, settings: this.deps.settings ?? {} };
+    if (scope.user) ctx.user = scope.user;
+    if (scope.dryRun) ctx.dryRun = true;
+    return ctx;
   }
 
   private now(): string {
@@ -401,15 +411,15 @@ export class ResourceStore {
       annotate: auditAnnotator(scope),
     });
     await admission?.mutate?.(attrs());
-    const txn = await this.decl.beginCreate?.(obj, ctx);
+    // Awaited only when there is one (an await of nothing still costs a turn of the microtask queue).
+    const txn = this.decl.beginCreate ? await this.decl.beginCreate(obj, ctx) : undefined;
     let stored = false;
     try {
-      const errs = [
-        ...validateObjectMeta(meta, this.decl.namespaced, this.decl.nameValidator ?? nameIsDNSSubdomain, root('metadata')),
-        ...this.decl.strategy.validate(obj, ctx),
-      ];
-      if (errs.length > 0) throw this.invalid(meta.name ?? '', errs);
-      warnings.push(...(this.decl.strategy.warningsOnCreate?.(obj, ctx) ?? []));
+      const metaErrs = validateObjectMeta(meta, this.decl.namespaced, this.decl.nameValidator ?? nameIsDNSSubdomain, root('metadata'));
+      const kindErrs = this.decl.strategy.validate(obj, ctx);
+      if (metaErrs.length + kindErrs.length > 0) throw this.invalid(meta.name ?? '', [...metaErrs, ...kindErrs]);
+      const createWarnings = this.decl.strategy.warningsOnCreate?.(obj, ctx);
+      if (createWarnings) warnings.push(...createWarnings);
       this.decl.strategy.canonicalize?.(obj);
       await admission?.validate?.(attrs());
       if (scope.dryRun) {
@@ -418,7 +428,9 @@ export class ResourceStore {
       }
       for (let attempt = 1; ; attempt++) {
         try {
-          const kv = await this.deps.kv.create(this.key(scope.namespace, meta.name!), this.encode(obj), await this.leaseFor(obj, ctx));
+          const key = this.key(scope.namespace, meta.name!);
+          const value = this.encode(obj);
+          const kv = await this.deps.kv.create(key, value, this.decl.ttlSeconds ? await this.leaseFor(obj, ctx) : {});
           meta.resourceVersion = String(kv.modRevision);
           stored = true;
           if (this.observers.size > 0) this.written(meta.name!, obj, kv.modRevision);
@@ -817,7 +829,7 @@ export class ResourceStore {
 
   /** Fields a write through this endpoint may not set: never recorded as owned. */
   ignoredFields(subresource: string): FieldSet {
-    return subresource === '' ? FieldSet.of([pe.field('status')]) : FieldSet.of([pe.field('spec')]);
+    return subresource === '' ? IGNORED_MAIN : IGNORED_SUBRESOURCE;
   }
 
   /** Records an Update (create, replace, patch) in metadata.managedFields, as Kubernetes' field manager. */

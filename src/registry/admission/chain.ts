@@ -31,7 +31,8 @@ class Step {
 class Phases {
   readonly admit: Step[];
   readonly validate: Step[];
-  readonly series: Partial<Record<`${Phase}:${boolean}`, DurationSeries>> = {};
+  /** The step series per phase: [accepted, rejected]. */
+  readonly series: Record<Phase, [DurationSeries | undefined, DurationSeries | undefined]> = { admit: [undefined, undefined], validate: [undefined, undefined] };
   constructor(plugins: readonly Admission[]) {
     this.admit = plugins.filter((p) => p.mutate !== undefined).map((p) => new Step(p, p.name));
     this.validate = plugins.filter((p) => p.validate !== undefined).map((p) => new Step(p, p.name));
@@ -68,7 +69,9 @@ export function chainAdmission(plugins: readonly Admission[], options: ChainOpti
 
   /** Runs the steps; each named one measured when there are metrics. */
   async function run(steps: readonly Step[], phase: Phase, a: AdmissionAttributes): Promise<void> {
-    for (const step of steps) {
+    // An indexed loop: an iterator held across the awaits would be one more object per phase.
+    for (let i = 0; i < steps.length; i++) {
+      const step = steps[i]!;
       if (!metrics || step.name === undefined) {
         await call(step, phase, a);
         continue;
@@ -96,20 +99,25 @@ export function chainAdmission(plugins: readonly Admission[], options: ChainOpti
     }
   }
 
-  /** The phase, measured as a whole when there are metrics. */
-  async function stepped(ph: Phases, phase: Phase, a: AdmissionAttributes): Promise<void> {
-    const body = () => (phase === 'admit' ? mutatePhase(ph.admit, a) : run(ph.validate, 'validate', a));
-    if (!metrics) return body();
+  const body = (ph: Phases, phase: Phase, a: AdmissionAttributes): Promise<void> =>
+    phase === 'admit' ? mutatePhase(ph.admit, a) : run(ph.validate, 'validate', a);
+
+  /** The phase measured as a whole. */
+  async function measured(ph: Phases, phase: Phase, a: AdmissionAttributes, m: AdmissionMetricsSink): Promise<void> {
     const start = performance.now();
     let rejected = true;
     try {
-      await body();
+      await body(ph, phase, a);
       rejected = false;
     } finally {
-      const series = (ph.series[`${phase}:${rejected}`] ??= metrics.step(phase, a.operation, rejected));
+      const slot = ph.series[phase];
+      const series = (slot[rejected ? 1 : 0] ??= m.step(phase, a.operation, rejected));
       series.observe((performance.now() - start) / 1000);
     }
   }
+
+  /** The phase, measured as a whole when there are metrics. */
+  const stepped = (ph: Phases, phase: Phase, a: AdmissionAttributes): Promise<void> => (metrics ? measured(ph, phase, a, metrics) : body(ph, phase, a));
 
   return {
     mutate: (a) => stepped(phases(a), 'admit', a),
