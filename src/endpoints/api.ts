@@ -63,11 +63,9 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
   const served = new Set(kinds);
   const json = { mediaType: 'application/json' as const, pretty: false };
 
-  const api: Handler = async (req, res) => {
-    const { path, query } = parsedRequest(req);
+  /** The local API: discovery and resources. */
+  const local = (req: ApiRequest, res: ApiResponse, path: string, query: URLSearchParams): void | Promise<void> => {
     const method = req.method ?? 'GET';
-    // The aggregation layer only ever takes /apis paths (the core group is always local).
-    if (deps.aggregator && APIS_PATH.test(path) && (await deps.aggregator.serve(req, res, path))) return;
     if (isDiscoveryPath(path) && (method === 'GET' || method === 'HEAD')) {
       const r = serveDiscovery(kinds, {
         path,
@@ -82,7 +80,22 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
     if (!store || !served.has(store.decl)) {
       return writeError(res, notFoundPath(), { ...json, pretty: parseBoolParam(query.get('pretty')) ?? false });
     }
-    await serveResource(req, res, info, query, deps);
+    return serveResource(req, res, info, query, deps);
+  };
+  const aggregated = async (req: ApiRequest, res: ApiResponse, path: string, query: URLSearchParams): Promise<void> => {
+    if (await deps.aggregator!.serve(req, res, path)) return;
+    await local(req, res, path, query);
+  };
+  // Not async itself (one promise fewer per request); a throw still comes out as a rejection.
+  const api: Handler = (req, res) => {
+    try {
+      const { path, query } = parsedRequest(req);
+      // The aggregation layer only ever takes /apis paths (the core group is always local).
+      if (deps.aggregator && APIS_PATH.test(path)) return aggregated(req, res, path, query);
+      return local(req, res, path, query);
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
   };
   mux.handle('/api', api);
   mux.handlePrefix('/api/', api);

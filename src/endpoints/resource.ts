@@ -23,7 +23,8 @@ import { withSelfLink } from './selflink.js';
 import { negotiateOutput, transformObject, watchEventTransformer, type OutputNegotiation } from './table.js';
 import { applyPatch } from './patching.js';
 import { applyFieldValidation, cannotBeHandledMessage, checkFields, fieldValidationDirective, parseBody, unrecognizedObjectMessage } from '../registry/decode.js';
-import { REF_PREFIX, type Definitions } from '../registry/schema.js';
+import type { Definitions } from '../registry/schema.js';
+import { refSchema } from '../registry/managedfields.js';
 import { canEncodeProtobuf, decodeKubernetesProtobuf } from '../registry/protobuf.js';
 import { DEFAULT_VERBS, type SubresourceContext } from '../registry/kind.js';
 import { decodeActionBody, serveConnector, type AgentTransport } from './connect.js';
@@ -254,7 +255,7 @@ async function serverSideApply(
         manager,
         force,
         current?.metadata?.managedFields,
-        { $ref: REF_PREFIX + decl.definition },
+        refSchema(decl.definition),
         defs,
         apiVersionOf(decl),
         subresource,
@@ -486,7 +487,8 @@ async function decodeObject(
       `${bodyKind} in version ${JSON.stringify(apiVersion)} cannot be handled as a ${decl.kind}: converting (${version}.${bodyKind}) to (${decl.group === '' ? 'core' : decl.group.split('.')[0]}.${decl.kind}): unknown conversion`,
     );
   }
-  const checked = checkFields(raw, { $ref: REF_PREFIX + decl.definition }, defs, parsed);
+  // The kind's one schema reference object: the decoder's type cache is keyed by it.
+  const checked = checkFields(raw, refSchema(decl.definition), defs, parsed);
   if (checked.decodeError !== undefined) throw apiErrors.badRequest(cannotBeHandledMessage(decl.kind, version, decl.kind, checked.decodeError));
   applyFieldValidation(directive, checked.problems, warnings, { bodyKind: decl.kind, bodyVersion: version, kind: decl.kind });
   return { ...(checked.pruned as KObject), apiVersion, kind: decl.kind };

@@ -89,7 +89,23 @@ export function setWarnings(res: ApiResponse, warnings: readonly string[]): void
 
 export function writeBody(res: ApiResponse, code: number, value: unknown, out: Pick<Output, 'mediaType' | 'pretty'>, method = 'GET'): void {
   getAuditRecorder(res)?.logResponseObject(value);
+  if (out.mediaType === 'application/json' && !out.pretty) {
+    const text: unknown = JSON.stringify(value);
+    if (typeof text === 'string') return writeEncoded(res, code, compactJSONBytes(text), out.mediaType, method);
+  }
   writeEncoded(res, code, encode(value, out), out.mediaType, method);
+}
+
+/**
+ * The bytes of compact JSON text and its final newline, written straight into one buffer: `text + '\n'`
+ * would be a second string, flattened (copied) before it is encoded.
+ */
+function compactJSONBytes(text: string): Buffer {
+  const n = Buffer.byteLength(text);
+  const bytes = Buffer.allocUnsafe(n + 1);
+  bytes.write(text, 0, n, 'utf8');
+  bytes[n] = 0x0a;
+  return bytes;
 }
 
 /** Answers with a body already encoded for `mediaType`. */

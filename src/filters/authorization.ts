@@ -90,10 +90,8 @@ export function writeInternalError(req: ApiRequest, res: ApiResponse, message: s
 }
 
 export function withAuthorization(next: Handler, deps: { authorizer: Authorizer }): Handler {
-  return async (req, res) => {
-    const user = getUser(req);
-    const info = getRequestInfo(req);
-    const { decision, reason, error } = await deps.authorizer.authorize(user, info);
+  const decide = (req: ApiRequest, res: ApiResponse, user: UserInfo | undefined, info: RequestInfo, d: AuthorizationDecision): void | Promise<void> => {
+    const { decision, reason, error } = d;
     const audit = getAuditRecorder(req);
     if (decision === 'allow') {
       audit?.addAnnotation(DECISION_ANNOTATION, 'allow');
@@ -107,5 +105,20 @@ export function withAuthorization(next: Handler, deps: { authorizer: Authorizer 
     audit?.addAnnotation(DECISION_ANNOTATION, 'forbid');
     audit?.addAnnotation(REASON_ANNOTATION, reason);
     writeForbidden(req, res, user, info, reason);
+  };
+  // Not async itself: an authorizer that decides at once (AlwaysAllow) costs no promise; a throw still
+  // comes out as a rejection.
+  return (req, res) => {
+    try {
+      const user = getUser(req);
+      const info = getRequestInfo(req);
+      const d = deps.authorizer.authorize(user, info);
+      if (typeof (d as Partial<PromiseLike<AuthorizationDecision>>).then === 'function') {
+        return Promise.resolve(d).then((r) => decide(req, res, user, info, r));
+      }
+      return decide(req, res, user, info, d as AuthorizationDecision);
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
   };
 }

@@ -107,12 +107,31 @@ function attributesFor(r: ImpersonationRequest): AccessAttributes {
   }
 }
 
+/** Whether the request has an Impersonate-Extra-<key> header. */
+function hasExtraHeader(h: Record<string, unknown>): boolean {
+  for (const k in h) if (k.startsWith(EXTRA_PREFIX)) return true;
+  return false;
+}
+
 export function withImpersonation(next: Handler, deps: { authorizer: AccessAuthorizer }): Handler {
+  const impersonating = impersonate(next, deps);
+  // Not async itself: a request without impersonation headers costs these checks and no promise.
+  return (req, res) => {
+    const h = req.headers;
+    if (h[USER_HEADER] === undefined && h[GROUP_HEADER] === undefined && h[UID_HEADER] === undefined && !hasExtraHeader(h)) {
+      try {
+        return next(req, res);
+      } catch (e) {
+        return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+      }
+    }
+    return impersonating(req, res);
+  };
+}
+
+function impersonate(next: Handler, deps: { authorizer: AccessAuthorizer }): Handler {
   return async (req, res) => {
     const h = req.headers;
-    if (h[USER_HEADER] === undefined && h[GROUP_HEADER] === undefined && h[UID_HEADER] === undefined && !Object.keys(h).some((k) => k.startsWith(EXTRA_PREFIX))) {
-      return next(req, res);
-    }
     // In-process requests may come without raw headers: then each joined header is one value.
     const distinct = Array.isArray(req.rawHeaders) ? distinctHeaders(req.rawHeaders) : Object.fromEntries(Object.entries(h).map(([k, v]) => [k, headerValues(v)]));
     let requests: ImpersonationRequest[];

@@ -13,6 +13,11 @@ export function getRequestInfo(req: ApiRequest): RequestInfo {
   return parsedRequest(req).info;
 }
 
+/** The request's query parameters, parsed once with its info (readers must not change them). */
+export function getRequestQuery(req: ApiRequest): URLSearchParams {
+  return parsedRequest(req).query;
+}
+
 /** Computes the request info before `next` runs. */
 export function withRequestInfo(next: Handler): Handler {
   return (req, res) => {

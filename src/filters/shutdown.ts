@@ -19,8 +19,11 @@ const LOOPBACK_USER_AGENT_PREFIX = 'orch-apiserver/';
 export function isRequestExemptFromRetryAfter(req: ApiRequest): boolean {
   const ua = req.headers['user-agent'] ?? '';
   if (ua.startsWith(LOOPBACK_USER_AGENT_PREFIX)) return true;
-  const path = (req.url ?? '/').split('?')[0]!;
-  return EXEMPT_PATH_PREFIXES.some((p) => path.startsWith(p));
+  // The path is the URL up to '?': a prefix of the path is a prefix of the URL that ends before any '?'.
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  for (const p of EXEMPT_PATH_PREFIXES) if (url.startsWith(p) && (q < 0 || q >= p.length)) return true;
+  return false;
 }
 
 /** In-flight requests and a promise of their draining. */

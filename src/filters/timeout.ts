@@ -13,7 +13,7 @@
 import { constants as h2 } from 'node:http2';
 import { parseDuration } from '../util/flags.js';
 import type { ApiRequest, ApiResponse, Handler } from './authn.js';
-import { getRequestInfo, type LongRunningCheck } from './requestinfo.js';
+import { getRequestInfo, getRequestQuery, type LongRunningCheck } from './requestinfo.js';
 
 export const TIMEOUT_MESSAGE = 'Timeout: request did not complete within the allotted timeout';
 const INVALID_TIMEOUT_IN_URL = 'invalid timeout specified in the request URL';
@@ -35,8 +35,8 @@ export interface RequestDeadlineDeps {
 
 function timeoutParam(req: ApiRequest): string {
   const url = req.url ?? '';
-  const q = url.indexOf('?');
-  return q < 0 ? '' : (new URLSearchParams(url.slice(q + 1)).get('timeout') ?? '');
+  // The query as parsed once for the request (parsedRequest), not parsed again.
+  return url.indexOf('?') < 0 ? '' : (getRequestQuery(req).get('timeout') ?? '');
 }
 
 function writeBadRequest(res: ApiResponse, message: string): void {

@@ -17,7 +17,7 @@
 import { getUser, type ApiRequest, type Handler } from '../authn.js';
 import { writeHttpError } from '../httperror.js';
 import { TOO_MANY_REQUESTS_MESSAGE } from '../maxinflight.js';
-import { getRequestInfo, type LongRunningCheck, type RequestInfo } from '../requestinfo.js';
+import { getRequestInfo, getRequestQuery, type LongRunningCheck, type RequestInfo } from '../requestinfo.js';
 import { formatDuration } from '../../util/flags.js';
 import { compileFlowSchemaRules, type RequestMatcher, type RequestUser } from './matching.js';
 import { QueueSet, type RejectReason, type QueuingConfig } from './queueset.js';
@@ -356,9 +356,8 @@ export function withPriorityAndFairness(next: Handler, deps: PriorityAndFairness
       if (metrics) (fs.dispatched ??= metrics.dispatchedCounter(fs.name, fs.level.name))();
       return next(req, res);
     }
-    const url = req.url ?? '';
-    const q = info.verb === 'list' ? url.indexOf('?') : -1;
-    const work = estimateWork(info, new URLSearchParams(q < 0 ? '' : url.slice(q + 1)), estimatorDeps);
+    // The query parsed once for the request (the estimate reads it for lists only).
+    const work = estimateWork(info, getRequestQuery(req), estimatorDeps);
     const seats = maxSeats(work);
     metrics?.estimatedSeats?.(fs.name, fs.level.name, seats);
     // Kubernetes computes the flow distinguisher only for levels with more than one queue.
