@@ -535,9 +535,28 @@ export class ResourceStore {
     }
   }
 
+  /** One field of fieldsOf(obj) ('' for a field it does not have), without building the others. */
+  private fieldOf(obj: KObject, field: string): string {
+    const own = this.decl.fieldSelectors;
+    if (own !== undefined && Object.hasOwn(own, field)) return own[field]!(obj);
+    if (field === 'metadata.name') return obj.metadata?.name ?? '';
+    if (field === 'metadata.namespace') return obj.metadata?.namespace ?? '';
+    return '';
+  }
+
+  /**
+   * Whether obj matches the selectors. A field selector reads only the fields it names (what
+   * FieldSelector.matches of fieldsOf(obj) gives): every watch event is matched once per filtered watcher.
+   */
   matches(obj: KObject, opts: ListOptions): boolean {
     if (opts.labelSelector && !opts.labelSelector.matches(obj.metadata?.labels ?? {})) return false;
-    if (opts.fieldSelector && !opts.fieldSelector.matches(this.fieldsOf(obj))) return false;
+    const sel = opts.fieldSelector;
+    if (sel) {
+      for (const r of sel.requirements) {
+        const v = this.fieldOf(obj, r.field);
+        if (r.operator === '=' ? v !== r.value : v === r.value) return false;
+      }
+    }
     return true;
   }
 
