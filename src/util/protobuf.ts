@@ -68,6 +68,8 @@ export interface MessageDescriptor {
   /** Field number → field (a sparse array). */
   readonly lookup: readonly (FieldDescriptor | undefined)[];
   readonly custom?: CustomCodec;
+  /** The message's compiled writer (see compileFields), made on first use. */
+  writer?: FieldsWriter;
 }
 
 const CUSTOM: Readonly<Record<string, CustomCodec>> = {
@@ -111,7 +113,7 @@ function build(name: string): MessageDescriptor | undefined {
   const byNumber = [...fields].sort((a, b) => a.no - b.no);
   const lookup: (FieldDescriptor | undefined)[] = [];
   for (const f of fields) lookup[f.no] = f;
-  return { name, fields, byNumber, lookup, ...(custom ? { custom } : {}) };
+  return { name, fields, byNumber, lookup, ...(custom ? { custom } : {}), writer: undefined };
 }
 
 /** The descriptor of a message ('core.v1.Pod', 'meta.v1.ObjectMeta', ...), or undefined. */
@@ -1078,12 +1080,151 @@ function writeField(w: Writer, f: FieldDescriptor, v: Json): void {
   else writeMessage(w, f.no, f, v);
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Compiled writers
+
+/**
+ * Writes the fields of one message (not custom) of a JSON object: what writeFields does, as code made for that
+ * message (compileFields), so that each field is read by a property load of its own (V8 keeps one inline cache
+ * per load, which stays monomorphic for objects of one shape; writeFields' single `obj[f.json]` sees every key of
+ * every message) and the per-field choices are made once. It keeps no path: when it throws, the caller writes
+ * the value again with the generic writers, which name the field in their error.
+ */
+type FieldsWriter = (w: Writer, obj: JsonObject) => void;
+
+/** What the compiled code calls. */
+const HELPERS = {
+  value: writeValueFast,
+  scalar: writeScalar,
+  str: scalarString,
+  int: toInt,
+  map: writeMapFast,
+  unknown: UNKNOWN_FIELDS,
+  notList(): never {
+    throw new ProtobufEncodeError('not a list');
+  },
+};
+
+function fieldsWriter(d: MessageDescriptor): FieldsWriter {
+  return (d.writer ??= compileFields(d));
+}
+
+/** The statements writing one value `v` of field `f` as field number `no` (a scalar or a message). */
+function writeOneCode(f: FieldDescriptor, no: number, v: string): string {
+  if (!f.scalar) return `{ const m = w.begin(${no}); H.value(w, D[${f.index}], ${v}); w.end(m); }`;
+  switch (f.type) {
+    case 'string':
+      return `w.string(${no}, typeof ${v} === 'string' ? ${v} : H.str(${v}, w));`;
+    case 'bool':
+      return `w.tag(${no}, ${WIRE_VARINT}); w.varint(${v} === true ? 1 : 0);`;
+    case 'int32':
+      return `w.tag(${no}, ${WIRE_VARINT}); w.int(H.int(${v}, w) | 0);`;
+    case 'int64':
+      return `w.tag(${no}, ${WIRE_VARINT}); w.int(H.int(${v}, w));`;
+    default:
+      return `H.scalar(w, ${no}, ${JSON.stringify(f.type)}, ${v});`;
+  }
+}
+
+function compileFields(d: MessageDescriptor): FieldsWriter {
+  const body: string[] = ['let v;'];
+  for (const f of d.byNumber) {
+    if (f.inline) {
+      body.push(`{ const m = w.begin(${f.no}); H.value(w, D[${f.index}], o); w.end(m); }`);
+      continue;
+    }
+    body.push(`v = o[${JSON.stringify(f.json)}];`);
+    if (f.map) {
+      body.push(`if (v !== undefined && v !== null) H.map(w, F[${f.index}], v);`);
+    } else if (f.repeated) {
+      body.push(
+        `if (v !== undefined && v !== null) { if (!Array.isArray(v)) H.notList(); for (let i = 0; i < v.length; i++) { const e = v[i]; ${writeOneCode(f, f.no, 'e')} } }`,
+      );
+    } else if (f.presence === 'pointer') {
+      body.push(`if (v !== undefined && v !== null) { ${writeOneCode(f, f.no, 'v')} }`);
+    } else {
+      body.push(writeOneCode(f, f.no, 'v'));
+    }
+  }
+  body.push('v = o[H.unknown]; if (v !== undefined) { w.ensure(v.length); v.copy(w.buf, w.len); w.len += v.length; }');
+  // The messages of message-typed fields, by field index (resolved now: a missing one fails here, as writeFields
+  // would when it meets the field).
+  const messages = d.fields.map((f) => (f.scalar ? undefined : fieldMessage(f)));
+  // Code from the generated message table only (field names as JSON string literals, numbers, type names).
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval
+  const make = new Function('H', 'D', 'F', `return function writeFields_${d.name.replace(/\W/g, '_')}(w, o) {\n${body.join('\n')}\n};`) as (
+    h: typeof HELPERS,
+    messages: (MessageDescriptor | undefined)[],
+    fields: readonly FieldDescriptor[],
+  ) => FieldsWriter;
+  return make(HELPERS, messages, d.fields);
+}
+
+/** writeValue through the compiled writers. */
+function writeValueFast(w: Writer, d: MessageDescriptor, v: Json): void {
+  if (d.custom) {
+    writeCustom(w, d.custom, v);
+    return;
+  }
+  if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) throw new ProtobufEncodeError('not an object');
+  fieldsWriter(d)(w, (v ?? {}) as JsonObject);
+}
+
+/** writeField's map branch, through the compiled writers. */
+function writeMapFast(w: Writer, f: FieldDescriptor, v: Json): void {
+  if (typeof v !== 'object' || Array.isArray(v)) throw new ProtobufEncodeError('not a map');
+  const m = v as JsonObject;
+  const keys = Object.keys(m);
+  if (keys.length > 1) sortKeys(keys);
+  const d = f.scalar ? undefined : fieldMessage(f);
+  for (const k of keys) {
+    const mark = w.begin(f.no);
+    w.string(1, k);
+    if (d) {
+      const inner = w.begin(2);
+      writeValueFast(w, d, m[k]);
+      w.end(inner);
+    } else writeScalar(w, 2, f.type, m[k]);
+    w.end(mark);
+  }
+}
+
+/**
+ * A writer kept from one encode to the next, so that an encode neither allocates nor grows a buffer: the result is
+ * copied out of it. Taken while in use (an encode never calls another, but if one did it would get a new writer).
+ */
+let spareWriter: Writer | undefined;
+
+function takeWriter(): Writer {
+  const w = spareWriter ?? new Writer(4096);
+  spareWriter = undefined;
+  w.len = 0;
+  w.path.length = 0;
+  return w;
+}
+
+/** Gives a writer back once its bytes were copied out (one grown past 256 KiB is dropped). */
+function giveBack(w: Writer): void {
+  if (w.buf.length <= 256 * 1024) spareWriter = w;
+}
+
 /** Encodes one JSON value as the (not enveloped) message `typeName`. */
 export function encodeMessage(typeName: string, obj: unknown): Buffer {
-  const w = new Writer();
-  w.path.push(typeName);
-  writeValue(w, descriptor(typeName), obj);
-  return Buffer.from(w.finish());
+  const d = descriptor(typeName);
+  const w = takeWriter();
+  try {
+    try {
+      writeValueFast(w, d, obj);
+    } catch {
+      // Again with the generic writers, which throw the error naming the field.
+      w.len = 0;
+      w.path.push(typeName);
+      writeValue(w, d, obj);
+    }
+    return Buffer.from(w.finish());
+  } finally {
+    giveBack(w);
+  }
 }
 
 /** Whether `kind` at `apiVersion` has a protobuf message. */
@@ -1092,6 +1233,17 @@ export function canEncodeObject(apiVersion: string, kind: string): boolean {
 }
 
 function writeEnvelope(w: Writer, apiVersion: string, kind: string, message: string, obj: JsonObject): void {
+  const start = w.len;
+  try {
+    writeEnvelopeWith(w, apiVersion, kind, message, obj, true);
+  } catch {
+    // Again with the generic writers, which throw the error naming the field.
+    w.len = start;
+    writeEnvelopeWith(w, apiVersion, kind, message, obj, false);
+  }
+}
+
+function writeEnvelopeWith(w: Writer, apiVersion: string, kind: string, message: string, obj: JsonObject, fast: boolean): void {
   w.ensure(4);
   PROTOBUF_MAGIC.copy(w.buf, w.len);
   w.len += 4;
@@ -1100,9 +1252,12 @@ function writeEnvelope(w: Writer, apiVersion: string, kind: string, message: str
   w.string(2, kind);
   w.end(tm);
   const raw = w.begin(2);
-  w.path.length = 0;
-  w.path.push(message);
-  writeValue(w, descriptor(message), obj);
+  if (fast) writeValueFast(w, descriptor(message), obj);
+  else {
+    w.path.length = 0;
+    w.path.push(message);
+    writeValue(w, descriptor(message), obj);
+  }
   w.end(raw);
   w.string(3, ''); // contentEncoding
   w.string(4, ''); // contentType
@@ -1128,8 +1283,23 @@ function typeOf(obj: object): { apiVersion: string; kind: string; message: strin
  */
 export function encodeObject(obj: object): Buffer {
   const { apiVersion, kind, message } = typeOf(obj);
+  const w = takeWriter();
+  try {
+    writeEnvelope(w, apiVersion, kind, message, obj as JsonObject);
+    return Buffer.from(w.finish());
+  } finally {
+    giveBack(w);
+  }
+}
+
+/**
+ * encodeObject with the generic writers alone (writeFields, which follows the message table field by field), for
+ * tests that check the compiled writers against them byte for byte.
+ */
+export function encodeObjectGeneric(obj: object): Buffer {
+  const { apiVersion, kind, message } = typeOf(obj);
   const w = new Writer();
-  writeEnvelope(w, apiVersion, kind, message, obj as JsonObject);
+  writeEnvelopeWith(w, apiVersion, kind, message, obj as JsonObject, false);
   return Buffer.from(w.finish());
 }
 
@@ -1139,16 +1309,21 @@ export function encodeObject(obj: object): Buffer {
  */
 export function encodeWatchEvent(type: string, obj: object): Buffer {
   const t = typeOf(obj);
-  const w = new Writer();
-  w.len = 4;
-  w.string(1, type);
-  const object = w.begin(2);
-  const raw = w.begin(1);
-  writeEnvelope(w, t.apiVersion, t.kind, t.message, obj as JsonObject);
-  w.end(raw);
-  w.end(object);
-  w.buf.writeUInt32BE(w.len - 4, 0);
-  return Buffer.from(w.finish());
+  const w = takeWriter();
+  try {
+    w.ensure(4);
+    w.len = 4;
+    w.string(1, type);
+    const object = w.begin(2);
+    const raw = w.begin(1);
+    writeEnvelope(w, t.apiVersion, t.kind, t.message, obj as JsonObject);
+    w.end(raw);
+    w.end(object);
+    w.buf.writeUInt32BE(w.len - 4, 0);
+    return Buffer.from(w.finish());
+  } finally {
+    giveBack(w);
+  }
 }
 
 /** A decoded frame of a protobuf watch stream. */
