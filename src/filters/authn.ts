@@ -112,17 +112,41 @@ export function clientCertAuthenticator(clientCAs?: readonly string[]): Authenti
  * Successful users gain system:authenticated unless already in it or in system:unauthenticated.
  */
 export function unionAuthenticator(authenticators: Authenticator[]): Authenticator {
+  /** The union's answer once `r` is in: the result, or undefined to ask the next one. */
+  const step = (r: AuthenticationResult, reasons: string[]): AuthenticationResult | undefined => {
+    if (r.status === 'authenticated') return { status: 'authenticated', user: withAuthenticatedGroup(r.user) };
+    if (r.status === 'failed') reasons.push(r.reason);
+    return undefined;
+  };
+  const finish = (reasons: string[]): AuthenticationResult => (reasons.length > 0 ? { status: 'failed', reason: reasons.join(', ') } : { status: 'absent' });
+  /** From the first authenticator that answered later (`pending`, the i-th) on. */
+  const rest = async (req: ApiRequest, i: number, pending: PromiseLike<AuthenticationResult>, reasons: string[]): Promise<AuthenticationResult> => {
+    const first = step(await pending, reasons);
+    if (first) return first;
+    for (let j = i + 1; j < authenticators.length; j++) {
+      const r = step(await authenticators[j]!.authenticate(req), reasons);
+      if (r) return r;
+    }
+    return finish(reasons);
+  };
   return {
-    async authenticate(req) {
+    // Answers at once while every authenticator asked does (token file, client certificates): no promise.
+    authenticate(req) {
       const reasons: string[] = [];
-      for (const a of authenticators) {
-        const r = await a.authenticate(req);
-        if (r.status === 'authenticated') return { status: 'authenticated', user: withAuthenticatedGroup(r.user) };
-        if (r.status === 'failed') reasons.push(r.reason);
+      for (let i = 0; i < authenticators.length; i++) {
+        const r = authenticators[i]!.authenticate(req);
+        if (isPromiseLike(r)) return rest(req, i, r, reasons);
+        const done = step(r, reasons);
+        if (done) return done;
       }
-      return reasons.length > 0 ? { status: 'failed', reason: reasons.join(', ') } : { status: 'absent' };
+      return finish(reasons);
     },
   };
+}
+
+/** Whether an answer is to come later (a promise or another thenable). */
+export function isPromiseLike<T>(v: T | PromiseLike<T>): v is PromiseLike<T> {
+  return typeof (v as Partial<PromiseLike<T>> | null)?.then === 'function';
 }
 
 function withAuthenticatedGroup(user: UserInfo): UserInfo {
@@ -258,8 +282,7 @@ export const UNAUTHORIZED_STATUS = {
 
 /** Sets the request's user, or answers 401 with a Status and does not call `next`. */
 export function withAuthentication(next: Handler, deps: AuthenticationDeps): Handler {
-  return async (req, res) => {
-    const result = await deps.authenticator.authenticate(req);
+  const proceed = (req: ApiRequest, res: ApiResponse, result: AuthenticationResult): void | Promise<void> => {
     if (result.status === 'authenticated') {
       setUser(req, result.user);
     } else if (result.status === 'absent' && deps.anonymous) {
@@ -273,6 +296,16 @@ export function withAuthentication(next: Handler, deps: AuthenticationDeps): Han
       res.end(body);
       return;
     }
-    await next(req, res);
+    return next(req, res);
+  };
+  // Not async itself: an authenticator that answers at once costs no promise; a throw is still a rejection.
+  return (req, res) => {
+    try {
+      const result = deps.authenticator.authenticate(req);
+      if (isPromiseLike(result)) return Promise.resolve(result).then((r) => proceed(req, res, r));
+      return proceed(req, res, result);
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
   };
 }

@@ -145,18 +145,23 @@ export function withTimeoutForNonLongRunningRequests(next: Handler, deps: Timeou
         Math.max(0, deadline - now()),
       );
       timer.unref();
-      Promise.resolve()
-        .then(() => next(req, res))
-        .then(
-          () => {
-            clearTimeout(timer);
-            if (!done) resolve();
-          },
-          (e: unknown) => {
-            clearTimeout(timer);
-            if (!done) reject(e instanceof Error ? e : new Error(String(e)));
-          },
-        );
+      // The handler starts now (the timer is already set); a throw is a rejection as from an async handler.
+      let handled: void | Promise<void>;
+      try {
+        handled = next(req, res);
+      } catch (e) {
+        handled = Promise.reject(e instanceof Error ? e : new Error(String(e)));
+      }
+      Promise.resolve(handled).then(
+        () => {
+          clearTimeout(timer);
+          if (!done) resolve();
+        },
+        (e: unknown) => {
+          clearTimeout(timer);
+          if (!done) reject(e instanceof Error ? e : new Error(String(e)));
+        },
+      );
     });
   };
 }

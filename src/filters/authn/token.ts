@@ -7,7 +7,7 @@
  */
 import type { TokenReviewer, TokenReviewResult } from '../../registry/kinds/authentication/tokenreview.js';
 import type { ApiRequest, UserInfo } from '../../endpoints/http.js';
-import type { AuthenticationResult, Authenticator } from '../authn.js';
+import { isPromiseLike, type AuthenticationResult, type Authenticator } from '../authn.js';
 
 /** What a token authenticator answers: a user (and the audiences it was accepted for), not mine, or an error. */
 export type TokenResult =
@@ -29,16 +29,31 @@ export function intersectAudiences(a: readonly string[], b: readonly string[]): 
 
 /** Asks each in order: the first success wins; errors are joined as Kubernetes' aggregate error shows them. */
 export function tokenUnion(authenticators: readonly TokenAuthenticator[]): TokenAuthenticator {
+  const finish = (errors: string[]): TokenResult => {
+    if (errors.length === 0) return { status: 'unknown' };
+    return { status: 'failed', reason: errors.length === 1 ? errors[0]! : `[${errors.join(', ')}]` };
+  };
+  /** From the first authenticator that answered later (`pending`, the i-th) on. */
+  const rest = async (token: string, audiences: readonly string[] | undefined, i: number, pending: PromiseLike<TokenResult>, errors: string[]): Promise<TokenResult> => {
+    let r = await pending;
+    for (let j = i; ; ) {
+      if (r.status === 'authenticated') return r;
+      if (r.status === 'failed') errors.push(r.reason);
+      if (++j >= authenticators.length) return finish(errors);
+      r = await authenticators[j]!.authenticateToken(token, audiences);
+    }
+  };
   return {
-    async authenticateToken(token, audiences) {
+    // Answers at once while every authenticator asked does (the token file): no promise.
+    authenticateToken(token, audiences) {
       const errors: string[] = [];
-      for (const a of authenticators) {
-        const r = await a.authenticateToken(token, audiences);
+      for (let i = 0; i < authenticators.length; i++) {
+        const r = authenticators[i]!.authenticateToken(token, audiences);
+        if (isPromiseLike(r)) return rest(token, audiences, i, r, errors);
         if (r.status === 'authenticated') return r;
         if (r.status === 'failed') errors.push(r.reason);
       }
-      if (errors.length === 0) return { status: 'unknown' };
-      return { status: 'failed', reason: errors.length === 1 ? errors[0]! : `[${errors.join(', ')}]` };
+      return finish(errors);
     },
   };
 }
@@ -50,13 +65,15 @@ export function tokenUnion(authenticators: readonly TokenAuthenticator[]): Token
  */
 export function audienceAgnostic(apiAudiences: readonly string[], delegate: TokenAuthenticator): TokenAuthenticator {
   if (apiAudiences.length === 0) return delegate;
+  const withAudiences = (r: TokenResult, auds: string[]): TokenResult => (r.status === 'authenticated' ? { ...r, audiences: auds } : r);
   return {
-    async authenticateToken(token, audiences) {
+    // Answers at once when the delegate does (the token file): no promise.
+    authenticateToken(token, audiences) {
       if (audiences === undefined) return delegate.authenticateToken(token, audiences);
       const auds = intersectAudiences(apiAudiences, audiences);
       if (auds.length === 0) return { status: 'unknown' };
-      const r = await delegate.authenticateToken(token, audiences);
-      return r.status === 'authenticated' ? { ...r, audiences: auds } : r;
+      const r = delegate.authenticateToken(token, audiences);
+      return isPromiseLike(r) ? Promise.resolve(r).then((v) => withAudiences(v, auds)) : withAudiences(r, auds);
     },
   };
 }
@@ -73,16 +90,20 @@ export function tokenTableAuthenticator(tokens: ReadonlyMap<string, UserInfo>): 
 
 /** Kubernetes' bearertoken authenticator: a token nobody recognizes is "invalid bearer token". */
 export function bearerTokenAuthenticator(tokens: TokenAuthenticator, apiAudiences: readonly string[]): Authenticator {
+  const answer = (req: ApiRequest, r: TokenResult): AuthenticationResult => {
+    if (r.status === 'unknown') return { status: 'failed', reason: 'invalid bearer token' };
+    if (r.status === 'failed') return r;
+    // Kubernetes drops the credential once used, so it is never proxied further.
+    delete req.headers.authorization;
+    return { status: 'authenticated', user: r.user };
+  };
   return {
-    async authenticate(req: ApiRequest): Promise<AuthenticationResult> {
+    // Answers at once when the token authenticators do (the token file): no promise.
+    authenticate(req: ApiRequest): AuthenticationResult | Promise<AuthenticationResult> {
       const token = bearerTokenOf(req);
       if (token === undefined) return { status: 'absent' };
-      const r = await tokens.authenticateToken(token, apiAudiences.length > 0 ? apiAudiences : undefined);
-      if (r.status === 'unknown') return { status: 'failed', reason: 'invalid bearer token' };
-      if (r.status === 'failed') return r;
-      // Kubernetes drops the credential once used, so it is never proxied further.
-      delete req.headers.authorization;
-      return { status: 'authenticated', user: r.user };
+      const r = tokens.authenticateToken(token, apiAudiences.length > 0 ? apiAudiences : undefined);
+      return isPromiseLike(r) ? Promise.resolve(r).then((v) => answer(req, v)) : answer(req, r);
     },
   };
 }
