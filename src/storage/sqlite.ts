@@ -195,7 +195,11 @@ class SqliteKV implements KV {
       ),
       /** Whether a key has a live row: no join and no copy of the value, for a create's existence check. */
       hasCurrent: db.prepare(`SELECT 1 FROM current WHERE name = ?`).pluck(),
-      insertCurrent: db.prepare(`INSERT INTO current (name, id, lease) VALUES (?, ?, ?)`),
+      /**
+       * A create's index row: it also checks that the key has no live row (then it changes nothing, 0 changes),
+       * in the same statement.
+       */
+      insertCurrent: db.prepare(`INSERT OR IGNORE INTO current (name, id, lease) VALUES (?, ?, ?)`),
       upsertCurrent: db.prepare(
         `INSERT INTO current (name, id, lease) VALUES (?, ?, ?)
          ON CONFLICT(name) DO UPDATE SET id = excluded.id, lease = excluded.lease`,
@@ -316,24 +320,33 @@ class SqliteKV implements KV {
     return lease;
   }
 
-  /** Appends one row and publishes its event; must run inside a transaction. */
-  private append(key: string, value: Buffer, prev: Row | undefined, deleted: boolean, lease: number): Row {
+  /**
+   * Creates a key, inside a transaction: its index row first, which fails (changing nothing) when the key has a
+   * live row, then its log row.
+   */
+  private appendCreate(key: string, value: Buffer, lease: number): Row {
+    const id = this.rev + 1;
+    if (this.st.insertCurrent.run(key, id, lease).changes === 0) throw errors.exists(key);
+    this.st.insert.run(id, key, id, 0, 1, 0, lease, value);
+    return { id, name: key, create_revision: id, prev_revision: 0, version: 1, deleted: 0, lease, value };
+  }
+
+  /** Appends one row of an existing key (an update or a delete tombstone); must run inside a transaction. */
+  private append(key: string, value: Buffer, prev: Row, deleted: boolean, lease: number): Row {
     const id = this.rev + 1;
     const row: Row = {
       id,
       name: key,
-      create_revision: deleted ? prev!.create_revision : prev ? prev.create_revision : id,
-      prev_revision: prev ? prev.id : 0,
-      version: deleted ? 0 : prev ? prev.version + 1 : 1,
+      create_revision: prev.create_revision,
+      prev_revision: prev.id,
+      version: deleted ? 0 : prev.version + 1,
       deleted: deleted ? 1 : 0,
       lease,
       value,
     };
     this.st.insert.run(id, key, row.create_revision, row.prev_revision, row.version, row.deleted, lease, value);
     if (deleted) this.st.deleteCurrent.run(key);
-    else if (prev) this.st.upsertCurrent.run(key, id, lease);
-    // No previous live row (checked in this transaction): a plain insert into the index.
-    else this.st.insertCurrent.run(key, id, lease);
+    else this.st.upsertCurrent.run(key, id, lease);
     return row;
   }
 
@@ -431,9 +444,14 @@ class SqliteKV implements KV {
   async create(key: string, value: Uint8Array, opts?: PutOptions): Promise<KeyValue> {
     if (!key) throw errors.invalid('empty key');
     const row = await this.write(() => {
-      if (this.st.hasCurrent.get(key) !== undefined) throw errors.exists(key);
-      const lease = this.checkLease(opts?.lease);
-      return { row: this.append(key, asBuffer(value), undefined, false, lease), prev: undefined };
+      let lease = 0;
+      if (opts?.lease) {
+        // As etcd's transaction compares before its put checks the lease, an existing key is a KeyExists even when
+        // the lease is gone; both are checked before anything is written (a refusal changes nothing, see batch).
+        if (this.st.hasCurrent.get(key) !== undefined) throw errors.exists(key);
+        lease = this.checkLease(opts.lease);
+      }
+      return { row: this.appendCreate(key, asBuffer(value), lease), prev: undefined };
     });
     return toKV(row);
   }

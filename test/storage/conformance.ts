@@ -106,6 +106,43 @@ export function storageConformance(name: string, open: () => Promise<Backend>): 
       assert.equal(again.createRevision, again.modRevision);
     });
 
+    it('refuses creates of present keys among writes made together, changing nothing and taking no revision', async () => {
+      fresh();
+      const a = await kv.create(p + 'a', enc('1'));
+      const w = kv.watch(p, { prefix: true, afterRevision: a.modRevision });
+      try {
+        // Called in one turn, so that the embedded store commits them together.
+        const [b, dup, dupGoneLease, c] = await Promise.allSettled([
+          kv.create(p + 'b', enc('2')),
+          kv.create(p + 'a', enc('x')),
+          // A present key is a KeyExists even with a lease that does not exist (etcd compares before its put).
+          kv.create(p + 'a', enc('y'), { lease: 987654321 }),
+          kv.create(p + 'c', enc('3')),
+        ]);
+        assert.equal(b.status, 'fulfilled');
+        assert.equal(c.status, 'fulfilled');
+        assert.equal(await code(dup.status === 'rejected' ? Promise.reject(dup.reason as Error) : Promise.resolve()), 'KeyExists');
+        assert.equal(await code(dupGoneLease.status === 'rejected' ? Promise.reject(dupGoneLease.reason as Error) : Promise.resolve()), 'KeyExists');
+        // Exactly the two new keys (etcd may order concurrent calls either way).
+        const evs = await take(w, 2);
+        assert.deepEqual(evs.map((e) => [e.type, e.kv.key, dec(e.kv.value)]).sort(), [
+          ['put', p + 'b', '2'],
+          ['put', p + 'c', '3'],
+        ]);
+        const made = [b, c].map((r) => (r.status === 'fulfilled' ? r.value.modRevision : 0));
+        assert.equal(await kv.currentRevision(), Math.max(...made));
+        assert.equal(Math.min(...made), a.modRevision + 1);
+        const now = (await kv.get(p + 'a')).kv!;
+        assert.equal(dec(now.value), '1');
+        assert.equal(now.modRevision, a.modRevision);
+        assert.equal(now.version, 1);
+        assert.equal(await code(kv.create(p + 'd', enc('4'), { lease: 987654321 })), 'LeaseNotFound');
+        assert.equal((await kv.get(p + 'd')).kv, null);
+      } finally {
+        w.close();
+      }
+    });
+
     it('refuses updates and deletes on a stale revision, reporting the current value', async () => {
       fresh();
       const a = await kv.create(p + 'k', enc('v1'));
