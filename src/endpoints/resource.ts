@@ -468,7 +468,7 @@ async function decodeObject(
   const apiVersion = apiVersionOf(decl);
   if (format === 'protobuf') {
     const obj = decodeKubernetesProtobuf(body, { apiVersion, kind: decl.kind }) as KObject;
-    return { ...obj, apiVersion, kind: decl.kind };
+    return withTypeMeta(obj, apiVersion, decl.kind);
   }
   const parsed = parseBody(body, format, decl.kind);
   if (parsed.value === null || typeof parsed.value !== 'object' || Array.isArray(parsed.value)) {
@@ -491,7 +491,27 @@ async function decodeObject(
   const checked = checkFields(raw, refSchema(decl.definition), defs, parsed);
   if (checked.decodeError !== undefined) throw apiErrors.badRequest(cannotBeHandledMessage(decl.kind, version, decl.kind, checked.decodeError));
   applyFieldValidation(directive, checked.problems, warnings, { bodyKind: decl.kind, bodyVersion: version, kind: decl.kind });
-  return { ...(checked.pruned as KObject), apiVersion, kind: decl.kind };
+  return withTypeMeta(checked.pruned as KObject, apiVersion, decl.kind);
+}
+
+/**
+ * `{ ...obj, apiVersion, kind }`, built by assignment. An object spread at a site that sees many shapes (every
+ * kind's bodies come through here) makes V8 give each copy a map of its own, outside any transition tree: then
+ * every property the request path adds to the object (status, managedFields...) makes yet another map, and
+ * every property access on it misses its inline cache. Built by assignment, the copies of bodies of one shape
+ * share their maps.
+ */
+function withTypeMeta(obj: KObject, apiVersion: string, kind: string): KObject {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(obj)) {
+    const v = (obj as Record<string, unknown>)[key];
+    // An own '__proto__' key (JSON.parse makes one) is copied as a property, as a spread copies it.
+    if (key === '__proto__') Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[key] = v;
+  }
+  out['apiVersion'] = apiVersion;
+  out['kind'] = kind;
+  return out as KObject;
 }
 
 /**
