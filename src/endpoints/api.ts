@@ -80,7 +80,7 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
     if (!store || !served.has(store.decl)) {
       return writeError(res, notFoundPath(), { ...json, pretty: parseBoolParam(query.get('pretty')) ?? false });
     }
-    return serveResource(req, res, info, query, deps);
+    return serveResource(req, res, info, query, deps, store);
   };
   const aggregated = async (req: ApiRequest, res: ApiResponse, path: string, query: URLSearchParams): Promise<void> => {
     if (await deps.aggregator!.serve(req, res, path)) return;

@@ -43,13 +43,23 @@ export interface ResourceDeps {
   selfLink?: boolean;
 }
 
-/** Serves a resource request (info.isResourceRequest) for a group/version the registry knows. */
-export async function serveResource(req: ApiRequest, res: ApiResponse, info: RequestInfo, query: URLSearchParams, deps: ResourceDeps): Promise<void> {
+/**
+ * Serves a resource request (info.isResourceRequest) for a group/version the registry knows. `found`: the
+ * registry's store of the request's resource when the caller looked it up already.
+ */
+export async function serveResource(
+  req: ApiRequest,
+  res: ApiResponse,
+  info: RequestInfo,
+  query: URLSearchParams,
+  deps: ResourceDeps,
+  found?: ResourceStore,
+): Promise<void> {
   const pretty = parseBoolParam(query.get('pretty')) ?? false;
   let out: Output = { mediaType: 'application/json', pretty };
   try {
     const accept = header(req, 'accept');
-    const store = deps.registry.store(info.apiGroup, info.apiVersion, info.resource);
+    const store = found ?? deps.registry.store(info.apiGroup, info.apiVersion, info.resource);
     const neg = negotiated(accept, !store || servesProtobuf(store.decl));
     if (neg.target === 'notAcceptable') throw notAcceptable(accept);
     out = { mediaType: neg.mediaType as MediaType, pretty };
