@@ -1793,17 +1793,15 @@ function emitMapFields(
   for (const key of keys) {
     let val = v[key];
     if (val === undefined) continue;
-    // The element is only made where a set is there to look it up in.
-    const e: PathElement | undefined = ig !== undefined || st !== undefined ? { field: key } : undefined;
-    if (e !== undefined && ig?.hasMember(e)) continue;
+    if (ig !== undefined && hasFieldMember(ig, key)) continue;
     if (root && key === 'metadata' && isJsonObject(val) && hasOwn(val, 'managedFields')) {
       val = { ...val };
       delete (val as JsonObject)['managedFields'];
     }
     const type = mapFieldType(m, key) ?? UNTYPED_ATOMIC;
     const z = zero?.[key];
-    const igc = e === undefined ? undefined : ig?.child(e);
-    const stc = e === undefined ? undefined : st?.child(e);
+    const igc = ig === undefined ? undefined : fieldChild(ig, key);
+    const stc = st === undefined ? undefined : fieldChild(st, key);
     let member = true;
     let sub: JsonObject | undefined;
     if (z === undefined) sub = emitChild(val, type, defs, igc, stc);
@@ -1812,10 +1810,25 @@ function emitMapFields(
       member = zm.member;
       if (zm.walk) sub = emitChild(val, type, defs, igc, stc, z);
     }
-    const value = emitted(member && !(e !== undefined && st?.hasMember(e)), sub);
+    const value = emitted(member && !(st !== undefined && hasFieldMember(st, key)), sub);
     if (value !== undefined) out['f:' + key] = value;
   }
   return out;
+}
+
+/**
+ * hasMember of the field element `key`, by a scan for an equal field name (a field element equals another
+ * exactly when their names are equal); the sets it looks in (ignored, stripped) have a few members.
+ */
+function hasFieldMember(set: FieldSet, key: string): boolean {
+  for (const m of set.members) if ('field' in m && m.field === key) return true;
+  return false;
+}
+
+/** child() of the field element `key`, found the same way. */
+function fieldChild(set: FieldSet, key: string): FieldSet | undefined {
+  for (const c of set.children) if ('field' in c.pe && c.pe.field === key) return c.set;
+  return undefined;
 }
 
 function trackUpdateGeneral(live: JsonObject | null, updated: JsonObject, managed: Managed, opts: UpdateTracking): JsonObject[] | undefined {
