@@ -70,6 +70,8 @@ export interface MessageDescriptor {
   readonly custom?: CustomCodec;
   /** The message's compiled writer (see compileFields), made on first use. */
   writer?: FieldsWriter;
+  /** The message's compiled reader (see compileDecoder), made on first use. */
+  reader?: FieldsReader;
 }
 
 const CUSTOM: Readonly<Record<string, CustomCodec>> = {
@@ -113,7 +115,7 @@ function build(name: string): MessageDescriptor | undefined {
   const byNumber = [...fields].sort((a, b) => a.no - b.no);
   const lookup: (FieldDescriptor | undefined)[] = [];
   for (const f of fields) lookup[f.no] = f;
-  return { name, fields, byNumber, lookup, ...(custom ? { custom } : {}), writer: undefined };
+  return { name, fields, byNumber, lookup, ...(custom ? { custom } : {}), writer: undefined, reader: undefined };
 }
 
 /** The descriptor of a message ('core.v1.Pod', 'meta.v1.ObjectMeta', ...), or undefined. */
@@ -682,7 +684,7 @@ function decodeCustom(codec: CustomCodec, r: Reader, end: number): Json {
 /** Decodes the message `d` from r.pos to `end` (r.pos is left at end). */
 function decodeValue(d: MessageDescriptor, r: Reader, end: number): Json {
   if (d.custom) return decodeCustom(d.custom, r, end);
-  return decodeFields(d, r, end);
+  return compiledReaders ? fieldsReader(d)(r, end) : decodeFields(d, r, end);
 }
 
 function fieldMessage(f: FieldDescriptor): MessageDescriptor {
@@ -782,6 +784,139 @@ function decodeFields(d: MessageDescriptor, r: Reader, end: number): JsonObject 
   }
   if (unknown) Object.defineProperty(out, UNKNOWN_FIELDS, { value: Buffer.concat(unknown), enumerable: false, writable: true, configurable: true });
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Compiled readers
+
+/**
+ * Decodes the fields of one message (not custom) from r.pos to `end`: what decodeFields does, as code made for
+ * that message (compileDecoder): a case per field's tag, a local per field instead of the `seen` array, and the
+ * object built by stores of constant keys in Go struct order, so that V8 gives the objects of one message one
+ * shape and each store an inline cache of its own. Same result, same errors.
+ */
+type FieldsReader = (r: Reader, end: number) => JsonObject;
+
+/** Whether decodeValue uses the compiled readers (withGenericReaders turns them off to check them). */
+let compiledReaders = true;
+
+/** What the compiled readers call. */
+const READ_HELPERS = {
+  nested(f: FieldDescriptor, r: Reader): Json {
+    return decodeNested(f, r, WIRE_BYTES);
+  },
+  mapEntry: decodeMapEntry,
+  empty: emptyValue,
+  /** A known field with another wire type than its own: the generic reader's error. */
+  wrongWire(f: FieldDescriptor, r: Reader, wire: number): never {
+    if (f.map) throw new ProtobufDecodeError(`wire type ${wire} for map field ${f.json}`);
+    if (f.scalar) decodeScalar(f.type, wire, r);
+    else decodeNested(f, r, wire);
+    throw new ProtobufDecodeError(`wire type ${wire} for field ${f.json}`);
+  },
+  runsPast(): never {
+    throw new ProtobufDecodeError('field runs past the end of its message');
+  },
+  keep(out: JsonObject, unknown: Buffer[]): void {
+    Object.defineProperty(out, UNKNOWN_FIELDS, { value: Buffer.concat(unknown), enumerable: false, writable: true, configurable: true });
+  },
+};
+
+function fieldsReader(d: MessageDescriptor): FieldsReader {
+  return (d.reader ??= compileDecoder(d));
+}
+
+/** The expression reading one value of scalar type `type` at r.pos (its wire type checked). */
+function readScalarCode(type: string): string {
+  switch (type) {
+    case 'string':
+      return 'r.string()';
+    case 'bytes':
+      return "r.bytes().toString('base64')";
+    case 'bool':
+      return 'r.int64() !== 0';
+    case 'int32':
+      return 'r.int32()';
+    case 'int64':
+      return 'r.int64()';
+    case 'double':
+      return 'r.double()';
+    default:
+      throw new ProtobufDecodeError(`unknown scalar type ${type}`);
+  }
+}
+
+function compileDecoder(d: MessageDescriptor): FieldsReader {
+  const locals = d.fields.map((f) => `s${f.index}`);
+  const cases: string[] = [];
+  for (const f of d.fields) {
+    const s = `s${f.index}`;
+    if (f.map) {
+      cases.push(`case ${f.no * 8 + WIRE_BYTES}: H.mapEntry(F[${f.index}], r, ${s} ??= {}); break;`);
+      continue;
+    }
+    const wire = f.scalar ? wireOf(f.type) : WIRE_BYTES;
+    const value = f.scalar ? readScalarCode(f.type) : `H.nested(F[${f.index}], r)`;
+    cases.push(`case ${f.no * 8 + wire}: ${f.repeated ? `(${s} ??= []).push(${value})` : `${s} = ${value}`}; break;`);
+  }
+  const build: string[] = [];
+  for (const f of d.fields) {
+    const s = `s${f.index}`;
+    const key = `out[${JSON.stringify(f.json)}]`;
+    if (f.inline) {
+      build.push(`Object.assign(out, ${s} === undefined ? H.empty(F[${f.index}]) : ${s});`);
+    } else if (f.map) {
+      build.push(`if (${s} !== undefined && Object.keys(${s}).length !== 0) ${key} = ${s};${f.presence === 'always' ? ` else ${key} = {};` : ''}`);
+    } else if (f.repeated) {
+      build.push(`if (${s} !== undefined) ${key} = ${s};${f.presence === 'always' ? ` else ${key} = [];` : ''}`);
+    } else if (f.scalar) {
+      if (f.presence === 'pointer') build.push(`if (${s} !== undefined) ${key} = ${s};`);
+      else if (f.presence === 'always') build.push(`${key} = ${s} === undefined ? ${JSON.stringify(zeroScalar(f.type))} : ${s};`);
+      else build.push(`if (${s} !== undefined && ${s} !== '' && ${s} !== 0 && ${s} !== false) ${key} = ${s};`);
+    } else {
+      build.push(`if (${s} !== undefined) ${key} = ${s};${f.presence !== 'pointer' ? ` else ${key} = H.empty(F[${f.index}]);` : ''}`);
+    }
+  }
+  const body = [
+    locals.length ? `let ${locals.join(', ')};` : '',
+    'let unknown;',
+    'while (r.pos < end) {',
+    '  const at = r.pos;',
+    '  const key = r.varint();',
+    '  switch (key) {',
+    ...cases.map((c) => `    ${c}`),
+    '    default: {',
+    '      const f = L[Math.floor(key / 8)];',
+    '      if (f) H.wrongWire(f, r, key & 7);',
+    '      r.skip(key & 7);',
+    '      (unknown ??= []).push(r.buf.subarray(at, r.pos));',
+    '    }',
+    '  }',
+    '}',
+    'if (r.pos !== end) H.runsPast();',
+    'const out = {};',
+    ...build,
+    'if (unknown !== undefined) H.keep(out, unknown);',
+    'return out;',
+  ];
+  // Code from the generated message table only (field names as JSON string literals, numbers).
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval
+  const make = new Function('H', 'F', 'L', `return function decodeFields_${d.name.replace(/\W/g, '_')}(r, end) {\n${body.join('\n')}\n};`) as (
+    h: typeof READ_HELPERS,
+    fields: readonly FieldDescriptor[],
+    lookup: readonly (FieldDescriptor | undefined)[],
+  ) => FieldsReader;
+  return make(READ_HELPERS, d.fields, d.lookup);
+}
+
+/** Runs `fn` with the generic readers alone (decodeFields), for tests that check the compiled ones against them. */
+export function withGenericReaders<T>(fn: () => T): T {
+  compiledReaders = false;
+  try {
+    return fn();
+  } finally {
+    compiledReaders = true;
+  }
 }
 
 /**

@@ -1,11 +1,22 @@
 /**
- * The protobuf encoder writes messages with code compiled per message (util/protobuf.ts, compileFields); the
- * generic writers, which follow the message table field by field, stay as the reference and as the path that
- * names the field in errors. Both must write the same bytes for every kind, and fail with the same message.
+ * The protobuf codec writes and reads messages with code compiled per message (util/protobuf.ts, compileFields and
+ * compileDecoder); the generic writers and readers, which follow the message table field by field, stay as the
+ * reference (and the writers as the path that names the field in errors). Both must write the same bytes and read
+ * the same objects (keys in the same order, unknown fields kept alike) for every kind, and fail alike.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeEnvelope, decodeObject, encodeMessage, encodeObject, encodeObjectGeneric, encodeWatchEvent } from '../../src/util/protobuf.js';
+import {
+  decodeEnvelope,
+  decodeMessage,
+  decodeObject,
+  encodeMessage,
+  encodeObject,
+  encodeObjectGeneric,
+  encodeWatchEvent,
+  unknownFields,
+  withGenericReaders,
+} from '../../src/util/protobuf.js';
 import { sampleObject, servedKinds } from './protobuf-samples.js';
 
 function errorOf(fn: () => unknown): string {
@@ -97,5 +108,80 @@ describe('protobuf: compiled writers against the generic ones', () => {
       assert.equal(errorOf(() => encodeObject(obj)), expected);
       assert.equal(errorOf(() => encodeWatchEvent('ADDED', obj)), expected);
     }
+  });
+});
+
+/** What a decode gave, to compare: the JSON text (keys in order), the bytes it encodes back to (unknown fields included), or the error. */
+function readOutcome(read: () => Record<string, unknown>): string {
+  let obj: Record<string, unknown>;
+  try {
+    obj = read();
+  } catch (err) {
+    return `error ${(err as Error).constructor.name}: ${(err as Error).message}`;
+  }
+  let bytes: string;
+  try {
+    bytes = encodeObject(obj).toString('hex');
+  } catch (err) {
+    bytes = `(not encodable: ${(err as Error).message})`;
+  }
+  return `${JSON.stringify(obj)} ${bytes}`;
+}
+
+describe('protobuf: compiled readers against the generic ones', () => {
+  const kinds = servedKinds();
+
+  it('read the same object for a full object of every served kind, for an empty one, and for objects missing parts', () => {
+    let checked = 0;
+    for (const k of kinds) {
+      const full = sampleObject(k.apiVersion, k.kind, k.definition);
+      for (const obj of [full, { apiVersion: k.apiVersion, kind: k.kind }, ...thinned(full)]) {
+        const body = encodeObject(obj);
+        const generic = readOutcome(() => withGenericReaders(() => decodeObject(body)));
+        assert.ok(!generic.startsWith('error'), generic);
+        assert.equal(readOutcome(() => decodeObject(body)), generic, `${k.apiVersion}/${k.kind}`);
+        checked++;
+      }
+    }
+    assert.ok(checked > 1000, `${checked} objects`);
+  });
+
+  it('keep unknown fields, repeated single fields and odd map entries as the generic readers do', () => {
+    const meta = encodeMessage('meta.v1.ObjectMeta', { name: 'a', labels: { x: '1' } });
+    const extra = Buffer.concat([
+      meta,
+      Buffer.from([0x98, 0x06, 0x07]), // field 99 (unknown), varint 7
+      Buffer.from([0x0a, 0x01, 0x62]), // name again: 'b' (the last one wins)
+      Buffer.from([0x5a, 0x03, 0x0a, 0x01, 0x79]), // a labels entry without a value
+      Buffer.from([0x5a, 0x05, 0x12, 0x01, 0x7a, 0x18, 0x01]), // a labels entry without a key, with an unknown field
+    ]);
+    const generic = withGenericReaders(() => decodeMessage('meta.v1.ObjectMeta', extra));
+    const compiled = decodeMessage('meta.v1.ObjectMeta', extra);
+    assert.equal(JSON.stringify(compiled), JSON.stringify(generic));
+    assert.deepEqual(compiled, { name: 'b', creationTimestamp: null, labels: { x: '1', y: '', '': 'z' } });
+    assert.ok(unknownFields(compiled)?.equals(unknownFields(generic)!));
+    assert.equal(unknownFields(compiled)?.toString('hex'), '980607');
+  });
+
+  it('fail with the same error on truncated and corrupted bodies of every served kind', () => {
+    let differentOutcomes = 0;
+    for (const k of kinds) {
+      const body = encodeObject(sampleObject(k.apiVersion, k.kind, k.definition));
+      const variants: Buffer[] = [];
+      for (let cut = 8; cut < body.length; cut += Math.max(1, Math.floor(body.length / 7))) variants.push(body.subarray(0, cut));
+      for (let at = 12; at < body.length; at += Math.max(1, Math.floor(body.length / 11))) {
+        for (const flip of [0x07, 0x80, 0xff]) {
+          const bad = Buffer.from(body);
+          bad[at] = bad[at]! ^ flip;
+          variants.push(bad);
+        }
+      }
+      for (const v of variants) {
+        const generic = readOutcome(() => withGenericReaders(() => decodeObject(v)));
+        assert.equal(readOutcome(() => decodeObject(v)), generic, `${k.apiVersion}/${k.kind} ${v.toString('hex').slice(0, 80)}`);
+        if (generic.startsWith('error')) differentOutcomes++;
+      }
+    }
+    assert.ok(differentOutcomes > 100, `${differentOutcomes} bodies failed to decode`);
   });
 });
