@@ -4,7 +4,7 @@
  * registering its node, and stopped with SIGTERM (SIGKILL after a minute); and the percentile of sorted figures.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +33,43 @@ function isolatedFromHostSysctls(dir: string, args: readonly string[]): [string,
   }
   lines.push('exec "$@"');
   return [unshare, ['--mount', '--propagation', 'private', 'sh', '-c', lines.join('\n'), 'sh', process.execPath, ...args]];
+}
+
+/** A /proc file's text, or '' when it (or its process) is gone. */
+function proc(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** CPU ms (user + system, all threads) of a process from /proc, 0 when it is gone. */
+function processCpuMs(pid: number | string): number {
+  const stat = proc(`/proc/${pid}/stat`);
+  if (stat === '') return 0;
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+/**
+ * The agent's CPU ms: its own process and the built-in runtime's spawner helpers (its children named
+ * orchlet-spawner, which fork the containers' processes), not the containers.
+ */
+export function agentCpuMs(pid: number): number {
+  let total = processCpuMs(pid);
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return total;
+  }
+  for (const tid of tasks) {
+    for (const c of proc(`/proc/${pid}/task/${tid}/children`).split(' ').filter(Boolean)) {
+      if (proc(`/proc/${c}/comm`).trim() === 'orchlet-spawner') total += processCpuMs(c);
+    }
+  }
+  return total;
 }
 
 export function percentile(sorted: number[], p: number): number {

@@ -340,6 +340,7 @@ export class Agent implements ServerHost {
   async start(): Promise<void> {
     const root = resolve(this.config.rootDir);
     await mkdir(join(root, 'pods'), { recursive: true, mode: 0o750 });
+    await this.runtime.start?.();
     this.unsubscribe = this.runtime.onContainerEvent((e) => {
       // A container only starts through a pass of its pod's worker, which reads the container's state
       // after the start and writes the pod's status from it: a start needs no pass of its own.

@@ -44,7 +44,7 @@ export async function startAgent(cluster: TestCluster, o: StartAgentOptions = {}
   const rootDir = await mkdtemp(join(tmpdir(), 'orchlet-api-'));
   const nodeName = o.nodeName ?? `node-${process.pid}-${++counter}`;
   const logs: string[] = [];
-  // a runtime given in `extra` is used as it is (a built-in one made here would keep its spawner worker alive)
+  // a runtime given in `extra` is used as it is (a built-in one made here would keep its spawner helpers alive)
   const runtime = o.extra?.runtime ?? new ProcessRuntime();
   const rt = await runtime.version();
   const agent = new Agent({

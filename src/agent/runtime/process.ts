@@ -1,5 +1,6 @@
 // The built-in process runtime: every container is a host process started by the launcher's plan
-// (in the spawner's worker thread, so spawn's fork does not stall the agent's event loop), as the
+// (by the spawner's small helper processes, so spawn's fork neither stalls the agent's event loop nor
+// costs it a copy of its page tables; spawner.ts), as the
 // user identity.ts resolves. Exec probes (execSync) and exec sessions still spawn on the main thread. A sandbox is only a record and a log directory (no namespaces, no
 // cgroups: containers share the host's network, PID space and filesystem).
 //
@@ -77,10 +78,21 @@ export class ProcessRuntime implements Runtime {
   private readonly containers = new Map<string, ContainerRecord>();
   private readonly listeners = new Set<(e: ContainerEvent) => void>();
   private closed = false;
-  /** Starts containers' processes off the event loop (a worker thread). */
+  /** Starts containers' processes outside the agent (small helper processes). */
   private readonly spawner = new Spawner();
 
   constructor(private readonly options: ProcessRuntimeOptions = {}) {}
+
+  /** Starts the spawner's helpers (the agent's start, after it set its own rlimits, which they and the containers inherit). */
+  async start(): Promise<void> {
+    this.checkOpen();
+    this.spawner.start();
+  }
+
+  /** The pids of the spawner's helper processes (diagnostics, the benches' CPU accounting). */
+  helperPids(): number[] {
+    return this.spawner.pids();
+  }
 
   async version(): Promise<RuntimeVersion> {
     return { runtimeName: PROCESS_RUNTIME_NAME, runtimeVersion: '0.1.0', runtimeApiVersion: 'v1' };

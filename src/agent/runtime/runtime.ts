@@ -323,6 +323,9 @@ export interface Runtime {
   /** A TCP connection to `port` inside the sandbox's network. */
   portForwardDial?(podSandboxId: string, port: number): Promise<Duplex>;
 
+  /** Called once by the agent's start (after it set its own process limits), before any sandbox; runtimes that need nothing leave it unset. */
+  start?(): Promise<void>;
+
   version(): Promise<RuntimeVersion>;
 
   /** Creates and readies a sandbox; returns its id. */

@@ -1,24 +1,32 @@
-// The spawner's worker thread (see spawner.ts): it runs child_process.spawn — whose fork and wait
-// for exec block the calling thread for milliseconds — so the agent's event loop does not, and
-// relays each child's output, exit and close to the main thread. Signals are sent by the main
-// thread itself (process.kill on the process group), so they need no message.
+// The spawner's helper process (see spawner.ts): a small Node process, started by the agent with an
+// IPC channel, that runs child_process.spawn for the agent's containers and relays each child's
+// output, exit and close back as messages. It spawns exactly as launcher.ts's launch() would (same
+// plan: uid/gid or setpriv, new process group, the container's environment, stdin closed unless the
+// container asks for it). Signals are sent by the agent itself (to the process group by pid), so they
+// need no message.
+//
+// Why a process of its own: fork copies the page tables of the process that forks and write-protects
+// its memory, so every fork from the ~100 MiB agent cost it milliseconds (the copy, then a copy-on-write
+// fault for each page the agent and its garbage collector wrote next); forking from this small process
+// costs a fraction of that, and the agent's memory is never write-protected.
+//
+// It lives as long as its channel: when the agent exits (even killed) the channel closes and so does
+// this process. The signals a terminal sends to its foreground group (Ctrl-C, hang-up) and a SIGTERM are
+// ignored: the agent decides when its containers stop, and this process must report their exits until then.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { parentPort } from 'node:worker_threads';
 import type { Readable, Writable } from 'node:stream';
 import { spawnPlan } from './launcher.js';
 import type { SpawnerReply, SpawnerRequest } from './spawner.js';
 
-const port = parentPort;
-if (port === null) throw new Error('spawner-worker.js runs only as a worker thread');
+if (process.send === undefined) throw new Error('spawner-process.js runs only as the agent spawner\'s child (with an IPC channel)');
+process.title = 'orchlet-spawner';
+for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.on(s, () => undefined);
+process.on('disconnect', () => process.exit(0));
 
 const children = new Map<number, ChildProcessByStdio<Writable | null, Readable, Readable>>();
-const post = (m: SpawnerReply): void => port.postMessage(m);
 
-/** Sends a chunk of output as an exact-size copy whose memory moves to the main thread (no second copy). */
-function relay(id: number, fd: 1 | 2, chunk: Buffer): void {
-  const copy = new Uint8Array(chunk);
-  const m: SpawnerReply = { t: 'data', id, fd, chunk: copy };
-  port?.postMessage(m, [copy.buffer]);
+function post(m: SpawnerReply): void {
+  if (process.connected) process.send!(m);
 }
 
 function errorReply(id: number, err: unknown): SpawnerReply {
@@ -57,8 +65,8 @@ function start(m: Extract<SpawnerRequest, { t: 'spawn' }>): void {
     started = true;
     children.set(id, child);
     post({ t: 'spawned', id, pid: child.pid ?? -1 });
-    child.stdout.on('data', (chunk: Buffer) => relay(id, 1, chunk));
-    child.stderr.on('data', (chunk: Buffer) => relay(id, 2, chunk));
+    child.stdout.on('data', (chunk: Buffer) => post({ t: 'data', id, fd: 1, chunk }));
+    child.stderr.on('data', (chunk: Buffer) => post({ t: 'data', id, fd: 2, chunk }));
     child.once('exit', (code, signal) => post({ t: 'exit', id, code, signal }));
     child.once('close', (code, signal) => {
       children.delete(id);
@@ -67,7 +75,7 @@ function start(m: Extract<SpawnerRequest, { t: 'spawn' }>): void {
   });
 }
 
-port.on('message', (m: SpawnerRequest) => {
+process.on('message', (m: SpawnerRequest) => {
   if (m.t === 'spawn') start(m);
   else if (m.t === 'stdin') children.get(m.id)?.stdin?.write(m.chunk);
   else if (m.t === 'stdinEnd') children.get(m.id)?.stdin?.end();
