@@ -66,7 +66,7 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
   /** The local API: discovery and resources. */
   const local = (req: ApiRequest, res: ApiResponse, path: string, query: URLSearchParams): void | Promise<void> => {
     const method = req.method ?? 'GET';
-    if (isDiscoveryPath(path) && (method === 'GET' || method === 'HEAD')) {
+    if ((method === 'GET' || method === 'HEAD') && isDiscoveryPath(path)) {
       const r = serveDiscovery(kinds, {
         path,
         accept: header(req, 'accept'),

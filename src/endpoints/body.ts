@@ -56,7 +56,10 @@ export async function readBody(req: ApiRequest, limit = MAX_REQUEST_BODY_BYTES):
 /** The media type of a body without parameters, lowercased ('' when absent). */
 export function contentType(req: ApiRequest): string {
   const ct = req.headers['content-type'];
-  return (Array.isArray(ct) ? ct[0] : ct)?.split(';')[0]?.trim().toLowerCase() ?? '';
+  const value = Array.isArray(ct) ? ct[0] : ct;
+  if (value === undefined) return '';
+  const semi = value.indexOf(';');
+  return (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase();
 }
 
 /** The serialization of an object body: JSON (the default), YAML or Kubernetes protobuf; else a 415. */

@@ -443,6 +443,7 @@ function invalidOptions(kind: string, errs: FieldError[]): StatusError {
 }
 
 function dryRun(query: URLSearchParams, kind: string): boolean {
+  if (!query.has('dryRun')) return false;
   const values = query.getAll('dryRun').flatMap((v) => v.split(','));
   if (values.length === 0) return false;
   for (const v of values) {
