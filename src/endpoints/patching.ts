@@ -26,6 +26,8 @@ export function applyPatch(
   kept?: readonly string[],
 ): KObject {
   const type = parsePatchType(contentType);
+  // The stored managedFields (the patch may change `current` in place): see below.
+  const storedManaged: unknown = current.metadata?.managedFields;
   let patched: KObject;
   switch (type) {
     case 'application/json-patch+json':
@@ -53,10 +55,15 @@ export function applyPatch(
   // The patched object is decoded like a body: unknown fields dropped (and reported per fieldValidation),
   // but for the stored values of `kept` fields the patch cannot reach, which stand in as empty objects.
   const skipped = kept?.filter((k) => isPlainObject(patched[k]) && !canReach(body, k)) ?? [];
+  // Likewise metadata.managedFields when it is still the stored list (the same array, and the patch cannot
+  // name the field): a stored value, already decoded. It stands in as [] and is put back in its place.
+  const meta = patched.metadata;
+  const keptManaged = Array.isArray(storedManaged) && storedManaged.length > 0 && isPlainObject(meta) && meta.managedFields === storedManaged && !canReach(body, 'managedFields');
   let input = patched;
-  if (skipped.length > 0) {
+  if (skipped.length > 0 || keptManaged) {
     input = { ...patched };
     for (const k of skipped) input[k] = {};
+    if (keptManaged) input.metadata = { ...meta, managedFields: [] };
   }
   const checked = checkFields(input, refSchema(decl.definition), defs);
   const version = apiVersion.split('/').pop()!;
@@ -64,7 +71,14 @@ export function applyPatch(
   applyFieldValidation(fieldValidation, checked.problems, warnings, { bodyKind: decl.kind, bodyVersion: version, kind: decl.kind });
   const out: KObject = { ...(checked.pruned as KObject), apiVersion, kind: decl.kind };
   for (const k of skipped) out[k] = patched[k];
+  if (keptManaged) out.metadata = restoreManaged(out.metadata, storedManaged);
   return out;
+}
+
+/** The decoded metadata with the stored managedFields back where the [] stand-in is (a copy: it may be the input's). */
+function restoreManaged(meta: KObject['metadata'], stored: unknown[]): KObject['metadata'] {
+  if (!isPlainObject(meta) || !Object.hasOwn(meta, 'managedFields')) return meta;
+  return { ...meta, managedFields: stored as NonNullable<KObject['metadata']>['managedFields'] };
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
