@@ -145,7 +145,8 @@ export async function serveResource(
             if (!current) throw apiErrors.notFound(store.gr, info.name);
             return applyPatch(type, current, body, decl, deps.registry.definitions, directive, warnings, keptBy(decl, info.subresource));
           },
-          { subresource: info.subresource },
+          // The patched object is made from the store's own copy of the current one (applyPatch).
+          { subresource: info.subresource, fresh: true },
           warnings,
         );
         setWarnings(res, warnings);
@@ -221,9 +222,14 @@ const unchanged = (v: KObject): KObject => v;
  * first '/', without non-printable characters, at most 128 bytes of UTF-8.
  */
 function managerFromUserAgent(ua: string | undefined): string {
+  const text = ua ?? '';
+  const slash = text.indexOf('/');
+  const prefix = slash < 0 ? text : text.slice(0, slash);
+  // Printable ASCII (a space, letters, digits, punctuation and symbols) is kept as it is, one byte each.
+  if (prefix.length <= 128 && isPrintableASCII(prefix)) return prefix;
   let out = '';
   let bytes = 0;
-  for (const ch of (ua ?? '').split('/')[0]!) {
+  for (const ch of prefix) {
     if (!/^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u.test(ch)) continue;
     const n = Buffer.byteLength(ch);
     if (bytes + n > 128) break;
@@ -231,6 +237,14 @@ function managerFromUserAgent(ua: string | undefined): string {
     bytes += n;
   }
   return out;
+}
+
+function isPrintableASCII(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
 }
 
 /** PATCH with application/apply-patch+yaml: the structured merge of the applied configuration. */

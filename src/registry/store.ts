@@ -158,6 +158,11 @@ export interface UpdateOptions {
    * admission: for subresources whose own handler changes the object (pods/binding). Metadata rules stay.
    */
   unchecked?: boolean;
+  /**
+   * What `build` returns is its own (made from the copy it is given, e.g. a patch of it) and shares nothing
+   * with the caller or another attempt's build: it is not copied again.
+   */
+  fresh?: boolean;
 }
 
 const GENERATE_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
@@ -686,7 +691,8 @@ export class ResourceStore {
       }
       // The watch cache's JSON copy of the same revision when it has one: no protobuf decode (see readable).
       const old = current ? this.decode(this.readable(current)) : null;
-      const next = structuredClone(await build(old ? structuredClone(old) : null));
+      const built = await build(old ? structuredClone(old) : null);
+      const next = opts.fresh ? built : structuredClone(built);
       if (!old) {
         if (subresource !== '' || !(this.decl.strategy.allowCreateOnUpdate || opts.forceAllowCreate)) {
           throw apiErrors.notFound(this.gr, name);
