@@ -1298,11 +1298,80 @@ function compileFields(d: MessageDescriptor): FieldsWriter {
 /** writeValue through the compiled writers. */
 function writeValueFast(w: Writer, d: MessageDescriptor, v: Json): void {
   if (d.custom) {
-    writeCustom(w, d.custom, v);
+    if (d.custom === 'fieldsV1') {
+      // FieldsV1{Raw=1}: the JSON written straight into the message, as the bytes of JSON.stringify(v ?? {}).
+      const raw = w.begin(1);
+      writeJSON(w, v ?? {});
+      w.end(raw);
+    } else writeCustom(w, d.custom, v);
     return;
   }
   if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) throw new ProtobufEncodeError('not an object');
   fieldsWriter(d)(w, (v ?? {}) as JsonObject);
+}
+
+/**
+ * Writes JSON.stringify(v)'s UTF-8 bytes: plain objects and ASCII strings by hand (a FieldsV1 is objects of
+ * objects under short ASCII keys), anything else through JSON.stringify. `v` must not be undefined (or a function
+ * or a symbol), which JSON.stringify does not write at all.
+ */
+function writeJSON(w: Writer, v: Json): void {
+  if (typeof v === 'string') {
+    writeJSONString(w, v);
+    return;
+  }
+  if (v === null || typeof v !== 'object' || !isPlainObject(v) || typeof (v as { toJSON?: unknown }).toJSON === 'function') {
+    const text = JSON.stringify(v);
+    w.ensure(text.length * 3);
+    w.len += w.buf.write(text, w.len, 'utf8');
+    return;
+  }
+  const o = v as JsonObject;
+  w.ensure(1);
+  w.buf[w.len++] = 0x7b;
+  let first = true;
+  for (const k of Object.keys(o)) {
+    const item = o[k];
+    // Keys JSON.stringify leaves out.
+    if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
+    if (!first) {
+      w.ensure(1);
+      w.buf[w.len++] = 0x2c;
+    }
+    first = false;
+    writeJSONString(w, k);
+    w.ensure(1);
+    w.buf[w.len++] = 0x3a;
+    writeJSON(w, item);
+  }
+  w.ensure(1);
+  w.buf[w.len++] = 0x7d;
+}
+
+function isPlainObject(v: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** A string as JSON.stringify writes it: printable ASCII without `"` or `\` by hand, the rest through JSON.stringify. */
+function writeJSONString(w: Writer, s: string): void {
+  const n = s.length;
+  w.ensure(n + 2);
+  const buf = w.buf;
+  let p = w.len;
+  buf[p++] = 0x22;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) {
+      const text = JSON.stringify(s);
+      w.ensure(text.length * 3);
+      w.len += w.buf.write(text, w.len, 'utf8');
+      return;
+    }
+    buf[p++] = c;
+  }
+  buf[p++] = 0x22;
+  w.len = p;
 }
 
 /** writeField's map branch, through the compiled writers. */

@@ -92,6 +92,26 @@ describe('protobuf: compiled writers against the generic ones', () => {
     assert.ok(encodeObject(odd).equals(encodeObjectGeneric(odd)));
   });
 
+  it('write a FieldsV1 (JSON written into the message by hand) as the bytes of JSON.stringify', () => {
+    const odd: unknown[] = [
+      {},
+      { 'f:metadata': { 'f:labels': { 'f:app': {}, '.': {} } }, 'f:spec': { 'f:containers': { 'k:{"name":"c"}': { '.': {} } } } },
+      { 'f:é\u2028"\\\n\u0001': { '𝔘': {} }, '10': {}, '2': { 'x': {} }, 'back\\slash': {}, 'quote"d': {}, 'tab\t': { 'del\u007f': {} } },
+      { a: 1.5e300, b: -0, c: null, d: [1, 'two', { three: 3 }], e: true, f: 'text\twith\ttabs', g: undefined },
+      { when: new Date(0), boxed: new String('s'), nested: Object.assign(Object.create(null) as object, { k: {} }) },
+      { withToJSON: { toJSON: () => 'replaced' } },
+      null,
+    ];
+    for (const fieldsV1 of odd) {
+      const obj = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'm', managedFields: [{ manager: 'm', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1 }] },
+      };
+      assert.ok(encodeObject(obj).equals(encodeObjectGeneric(obj)), JSON.stringify(fieldsV1));
+    }
+  });
+
   it('fail with the generic writers\' message, naming the field', () => {
     const bad: Record<string, unknown>[] = [
       { apiVersion: 'v1', kind: 'Namespace', metadata: { labels: ['x'] } },
