@@ -1744,7 +1744,8 @@ function emitChild(v: unknown, type: Schema, defs: Definitions, ig: FieldSet | u
     const order = L.order.length < 2 ? L.order : L.order.slice().sort(comparePathElements);
     const out: JsonObject = {};
     let any = false;
-    for (const e of order) {
+    for (let i = 0; i < order.length; i++) {
+      const e = order[i]!;
       if (ig?.hasMember(e)) continue;
       const item = L.items.get(peId(e))?.item;
       const member = !st?.hasMember(e);
@@ -1790,7 +1791,10 @@ function emitMapFields(
 ): JsonObject {
   const out: JsonObject = {};
   const keys = sortedKeys(v);
-  for (const key of keys) {
+  // Indexed loops here and below: the walk is recursive and often runs unoptimized, where a for-of
+  // allocates an iterator result per element.
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
     let val = v[key];
     if (val === undefined) continue;
     if (ig !== undefined && hasFieldMember(ig, key)) continue;
@@ -1821,13 +1825,21 @@ function emitMapFields(
  * exactly when their names are equal); the sets it looks in (ignored, stripped) have a few members.
  */
 function hasFieldMember(set: FieldSet, key: string): boolean {
-  for (const m of set.members) if ('field' in m && m.field === key) return true;
+  const members = set.members;
+  for (let i = 0; i < members.length; i++) {
+    const m = members[i]!;
+    if ('field' in m && m.field === key) return true;
+  }
   return false;
 }
 
 /** child() of the field element `key`, found the same way. */
 function fieldChild(set: FieldSet, key: string): FieldSet | undefined {
-  for (const c of set.children) if ('field' in c.pe && c.pe.field === key) return c.set;
+  const children = set.children;
+  for (let i = 0; i < children.length; i++) {
+    const c = children[i]!;
+    if ('field' in c.pe && c.pe.field === key) return c.set;
+  }
   return undefined;
 }
 
