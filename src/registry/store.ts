@@ -690,8 +690,10 @@ export class ResourceStore {
         throw this.translate(err, name);
       }
       // The watch cache's JSON copy of the same revision when it has one: no protobuf decode (see readable).
-      const old = current ? this.decode(this.readable(current)) : null;
-      const built = await build(old ? structuredClone(old) : null);
+      const readable = current ? this.readable(current) : null;
+      const old = readable ? this.decode(readable) : null;
+      // build's own copy: JSON text decoded again costs about half a structuredClone of the decoded object.
+      const built = await build(old ? (isStoredJSON(readable!.value) ? this.decode(readable!) : structuredClone(old)) : null);
       const next = opts.fresh ? built : structuredClone(built);
       if (!old) {
         if (subresource !== '' || !(this.decl.strategy.allowCreateOnUpdate || opts.forceAllowCreate)) {
