@@ -67,26 +67,44 @@ export function chainAdmission(plugins: readonly Admission[], options: ChainOpti
   const call = (step: Step, phase: Phase, a: AdmissionAttributes): Promise<void> =>
     phase === 'admit' ? step.plugin.mutate!(a) : step.plugin.validate!(a);
 
-  /** Runs the steps; each named one measured when there are metrics. */
-  async function run(steps: readonly Step[], phase: Phase, a: AdmissionAttributes): Promise<void> {
-    // An indexed loop: an iterator held across the awaits would be one more object per phase.
-    for (let i = 0; i < steps.length; i++) {
-      const step = steps[i]!;
-      if (!metrics || step.name === undefined) {
-        await call(step, phase, a);
-        continue;
-      }
-      const start = performance.now();
-      try {
-        await call(step, phase, a);
-      } catch (err) {
-        step.rejected ??= metrics.controller(step.name, phase, a.operation, true);
-        step.rejected.observe((performance.now() - start) / 1000);
-        throw err;
-      }
-      step.ok ??= metrics.controller(step.name, phase, a.operation, false);
-      step.ok.observe((performance.now() - start) / 1000);
-    }
+  /**
+   * Runs the steps in order, each named one measured when there are metrics; settles as the first rejection
+   * or after the last step. Chained with then() rather than awaited in a loop: a resumed await costs more
+   * (its closures, the function's frame) than a reaction, and most plugins settle at once.
+   */
+  function run(steps: readonly Step[], phase: Phase, a: AdmissionAttributes): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let i = 0;
+      let step: Step | undefined;
+      let start = 0;
+      const measure = (s: Step, rejected: boolean): void => {
+        if (!metrics || s.name === undefined) return;
+        const series = rejected ? (s.rejected ??= metrics.controller(s.name, phase, a.operation, true)) : (s.ok ??= metrics.controller(s.name, phase, a.operation, false));
+        series.observe((performance.now() - start) / 1000);
+      };
+      const onRejected = (err: unknown): void => {
+        measure(step!, true);
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- passed on as it is, as an await rethrows it
+        reject(err);
+      };
+      const next = (): void => {
+        if (i >= steps.length) return resolve();
+        step = steps[i++]!;
+        if (metrics && step.name !== undefined) start = performance.now();
+        let p: Promise<void>;
+        try {
+          p = call(step, phase, a);
+        } catch (err) {
+          return onRejected(err);
+        }
+        p.then(onFulfilled, onRejected);
+      };
+      const onFulfilled = (): void => {
+        measure(step!, false);
+        next();
+      };
+      next();
+    });
   }
 
   async function mutatePhase(steps: readonly Step[], a: AdmissionAttributes): Promise<void> {
