@@ -527,8 +527,13 @@ async function decodeObject(
  * share their maps.
  */
 function withTypeMeta(obj: KObject, apiVersion: string, kind: string): KObject {
+  const keys = Object.keys(obj);
+  // The usual body (apiVersion, kind, metadata, spec in this order): one literal, the same keys in the same order.
+  if (keys.length === 4 && keys[0] === 'apiVersion' && keys[1] === 'kind' && keys[2] === 'metadata' && keys[3] === 'spec') {
+    return { apiVersion, kind, metadata: obj.metadata, spec: obj.spec } as KObject;
+  }
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(obj)) {
+  for (const key of keys) {
     const v = (obj as Record<string, unknown>)[key];
     // An own '__proto__' key (JSON.parse makes one) is copied as a property, as a spread copies it.
     if (key === '__proto__') Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
