@@ -3,7 +3,8 @@
  * kubeconfig with the server's CA and token written into its directory), ready once it logs that it is
  * registering its node, and stopped with SIGTERM (SIGKILL after a minute); and the percentile of sorted figures.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { createWriteStream, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -85,7 +86,7 @@ export interface BenchAgent {
  * Starts orchlet for `node` under `dir` (root, cert dir and kubeconfig there; the agent's own ports on
  * 127.0.0.1, read-only and healthz ports off) with `extraArgs` after the common ones.
  * BENCH_AGENT_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof') go to node; with `logFile`, the
- * agent's standard error is kept there too.
+ * agent's standard error and output are kept there too (node prints --trace-gc and the like on the output).
  */
 export async function startBenchAgent(server: BenchServer, dir: string, node: string, extraArgs: readonly string[], logFile?: string): Promise<BenchAgent> {
   await mkdir(dir, { recursive: true });
@@ -118,8 +119,13 @@ export async function startBenchAgent(server: BenchServer, dir: string, node: st
     ...extraArgs,
   ];
   const [command, commandArgs] = isolatedFromHostSysctls(dir, args);
-  const child = spawn(command, commandArgs, { stdio: ['ignore', 'ignore', 'pipe'] });
-  if (logFile) child.stderr.pipe(createWriteStream(logFile));
+  const child = spawn(command, commandArgs, { stdio: ['ignore', logFile ? 'pipe' : 'ignore', 'pipe'] }) as ChildProcessByStdio<null, Readable | null, Readable>;
+  if (logFile) {
+    // its standard output too (what node prints there for options such as --trace-gc)
+    const log = createWriteStream(logFile);
+    child.stderr.pipe(log);
+    child.stdout?.pipe(log);
+  }
   // The last 200,000 characters of its standard error: enough for the readiness line and for an error.
   let err = '';
   child.stderr.setEncoding('utf8');

@@ -15,9 +15,10 @@
  *
  * BENCH_PODSTART_RUNS=N repeats each setting N times (a fresh node and namespace each time);
  * BENCH_PODSTART_ONLY=qps50 or =defaults runs one setting; BENCH_PODSTART_DEBUG=1 prints the
- * timeline of each run: the agent's CPU on its main thread apart from its other threads (spawner
- * workers, GC, file system), the requests per pod, and each pod's time per phase (create answered,
- * the agent's watch event, from there to Running seen; the agent's event times are read from its log).
+ * timeline of each run: the agent's CPU on its main thread apart from its other threads and its
+ * spawner helpers (GC, file system, forks), the requests per pod, and each pod's time per phase (create
+ * answered, the agent's watch event, from there to Running seen; the agent's event times are read from
+ * its log, which it then writes at -v=2).
  * BENCH_AGENT_LOG=<prefix> keeps each agent's stderr in <prefix>.<node> and the wall-clock create
  * sent, create answered and Running times in <prefix>.<node>.json, with the monotonic clock (µs, as
  * in `node --cpu-prof` profiles) at the first create and the last Running, to cut profiles to the run.
@@ -118,17 +119,20 @@ async function waitNamespaceSA(client: Client, ns: string): Promise<void> {
 }
 
 /**
- * When the agent received each pod of `ns`, from its log: the line 'ADD pod <ns>/<name> (<uid>) from source api'
- * with klog's header (local time to the microsecond), as performance.now() times of this process.
+ * When the agent received each pod of `ns`, from its log (the agent runs with -v=2 for it): kubelet's line
+ * '"SyncLoop ADD" source="api" pods=[<ns>/<name> ...]' with klog's header (local time to the microsecond), as
+ * performance.now() times of this process.
  */
 function agentAdds(log: string, ns: string): Map<string, number> {
   const out = new Map<string, number>();
   const year = new Date().getFullYear();
-  const re = /^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [^\]]*\] ADD pod ([^/\s]+)\/(\S+) \(/gm;
+  const re = /^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [^\]]*\] "SyncLoop ADD" source="api" pods=\[([^\]]*)\]/gm;
   for (const m of log.matchAll(re)) {
-    if (m[7] !== ns) continue;
     const wall = new Date(year, Number(m[1]) - 1, Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5])).getTime() + Number(m[6]) / 1000;
-    if (!out.has(m[8]!)) out.set(m[8]!, wall - performance.timeOrigin);
+    for (const ref of m[7]!.split(' ')) {
+      const [podNs, name] = ref.split('/');
+      if (podNs === ns && name !== undefined && !out.has(name)) out.set(name, wall - performance.timeOrigin);
+    }
   }
   return out;
 }
@@ -182,7 +186,8 @@ async function runOnce(server: BenchServer, client: Client, dir: string, label: 
   const debug = (process.env.BENCH_PODSTART_DEBUG ?? '') !== '';
   // the agent's log: kept with BENCH_AGENT_LOG; with BENCH_PODSTART_DEBUG read for the per-phase breakdown
   const logFile = process.env.BENCH_AGENT_LOG ? `${process.env.BENCH_AGENT_LOG}.${node}` : debug ? join(dir, `${ns}.agent.log`) : undefined;
-  const agent = await startAgent(server, join(dir, ns), node, qpsArgs, logFile);
+  // with BENCH_PODSTART_DEBUG at -v=2, for kubelet's 'SyncLoop ADD' lines (agentAdds)
+  const agent = await startAgent(server, join(dir, ns), node, debug ? [...qpsArgs, '--v=2'] : qpsArgs, logFile);
   try {
     await waitNodeReady(client, node);
     const running = new Map<string, number>();

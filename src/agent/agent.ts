@@ -7,7 +7,7 @@
 //   PushSource ─┤                                          ▲                         │
 //   ApiSource  ─┘                     runtime events, back-off ends, resync ◀────────┘
 import { mkdir, stat } from 'node:fs/promises';
-import type { Logger as StructuredLogger } from '../util/log.js';
+import { kObjs, type Logger as StructuredLogger } from '../util/log.js';
 import { freemem, hostname, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ApiMode, isStatic, type ApiModeConfig } from './apimode.js';
@@ -742,6 +742,9 @@ export class Agent implements ServerHost {
   }
 
   private dispatch(u: PodUpdate): void {
+    // kubelet's syncLoopIteration: one -v=2 line per update (REMOVE is our DELETE: the pods left their source)
+    const v2 = this.config.logger?.v(2);
+    if (v2?.enabled) v2.info(`SyncLoop ${u.op === 'DELETE' ? 'REMOVE' : u.op}`, 'source', u.source, 'pods', kObjs(u.pods));
     for (const pod of u.pods) {
       const uid = pod.metadata.uid;
       if (u.op !== 'DELETE' && pod.metadata.deletionTimestamp !== undefined) {
@@ -755,7 +758,6 @@ export class Agent implements ServerHost {
         continue;
       }
       if (u.op === 'ADD' && u.source === 'api' && isTerminal(pod.status?.phase ?? 'Pending')) continue; // finished before this agent saw it
-      this.log('info', `${u.op} pod ${podFullName(pod)} (${uid}) from source ${u.source}`);
       if (u.op === 'ADD' && this.workers.state(uid) === undefined) this.admit(pod);
       this.workers.update(u.op, pod);
     }

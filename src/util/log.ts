@@ -267,6 +267,14 @@ class GoStringList {
   }
 }
 
+/**
+ * klog.KObjs: objects' references as klog shows them, `namespace/name` (or `name`), a list in Go's %+v
+ * form in text ('[default/web default/db]') and an array in JSON.
+ */
+export function kObjs(objs: readonly { metadata?: { namespace?: string; name?: string } }[]): unknown {
+  return new GoStringList(objs.map((o) => (o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name ?? ''}` : (o.metadata?.name ?? ''))));
+}
+
 /** Go's reflect IsZero/Len for a marked value: an empty array, map, set or object is not sensitive data. */
 function isEmpty(v: object): boolean {
   if (Array.isArray(v)) return v.length === 0;

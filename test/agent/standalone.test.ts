@@ -50,7 +50,7 @@ void describe('orchlet standalone (bin/orchlet)', () => {
     await writeFile(join(manifests, 'web.yaml'), JSON.stringify(pod('web', 'app')));
     const port = await freePort();
     const serverArgs = ['--port', String(port), '--read-only-port', '0', '--healthz-port', '0', '--cert-dir', join(dir, 'pki'), '--address', '127.0.0.1'];
-    const child = spawn(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', '--pod-manifest-path', manifests, '--root-dir', root, '--file-check-frequency', '1s', '--hostname-override', 'e2e-node', ...serverArgs], {
+    const child = spawn(process.execPath, [ORCHLET, '--make-iptables-util-chains=false', '--v=2', '--pod-manifest-path', manifests, '--root-dir', root, '--file-check-frequency', '1s', '--hostname-override', 'e2e-node', ...serverArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -68,7 +68,8 @@ void describe('orchlet standalone (bin/orchlet)', () => {
       const pid = Number(m[1]);
       if (process.getuid?.() === 0) assert.equal(m[2], '65534');
       assert.ok(alive(pid), 'container process runs');
-      assert.match(stderr, /ADD pod default\/web-e2e-node/);
+      // kubelet's -v=2 line for pods that arrive from a source
+      assert.match(stderr, /\] "SyncLoop ADD" source="file" pods=\[default\/web-e2e-node\]\n/);
 
       // A second manifest added later is picked up too.
       await writeFile(join(manifests, 'db.yaml'), JSON.stringify(pod('db', 'db')));
