@@ -198,7 +198,10 @@ export class ResourceManagers {
 
   /** kubelet's resource-allocating admit handler: undefined when admitted, else the refusal. */
   admit(pod: Pod): { reason: string; message: string } | undefined {
-    if (this.host?.sourcesReady()) this.topology.keepOnly(new Set(this.host.activePods().map((p) => p.metadata.uid)));
+    // the active pods are listed only when there are hints to forget (none under the default policy: a scan per
+    // admission made a burst of n new pods cost n² under it)
+    const host = this.host;
+    if (host?.sourcesReady() && this.topology.holdsHints()) this.topology.keepOnly(new Set(host.activePods().map((p) => p.metadata.uid)));
     try {
       return this.topology.admit(pod);
     } finally {

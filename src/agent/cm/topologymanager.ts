@@ -157,6 +157,11 @@ export class TopologyManager {
     m.set(container, hint);
   }
 
+  /** Whether any hint is kept (never under policy none). */
+  holdsHints(): boolean {
+    return this.hints.size > 0;
+  }
+
   /** Forgets the hints of pods not in `active` (they are gone). */
   keepOnly(active: ReadonlySet<string>): void {
     for (const uid of [...this.hints.keys()]) if (!active.has(uid)) this.hints.delete(uid);
