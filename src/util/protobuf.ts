@@ -1248,17 +1248,23 @@ function fieldsWriter(d: MessageDescriptor): FieldsWriter {
 function writeOneCode(f: FieldDescriptor, no: number, v: string): string {
   if (!f.scalar) return `{ const m = w.begin(${no}); H.value(w, D[${f.index}], ${v}); w.end(m); }`;
   switch (f.type) {
+    // The common cases (a value of the field's type, or none) inline; the others through scalarString / toInt.
     case 'string':
-      return `w.string(${no}, typeof ${v} === 'string' ? ${v} : H.str(${v}, w));`;
+      return `w.string(${no}, typeof ${v} === 'string' ? ${v} : ${v} === undefined ? '' : H.str(${v}, w));`;
     case 'bool':
       return `w.tag(${no}, ${WIRE_VARINT}); w.varint(${v} === true ? 1 : 0);`;
     case 'int32':
-      return `w.tag(${no}, ${WIRE_VARINT}); w.int(H.int(${v}, w) | 0);`;
+      return `w.tag(${no}, ${WIRE_VARINT}); w.int(${intCode(v)} | 0);`;
     case 'int64':
-      return `w.tag(${no}, ${WIRE_VARINT}); w.int(H.int(${v}, w));`;
+      return `w.tag(${no}, ${WIRE_VARINT}); w.int(${intCode(v)});`;
     default:
       return `H.scalar(w, ${no}, ${JSON.stringify(f.type)}, ${v});`;
   }
+}
+
+/** toInt(v) as an expression: a finite number or nothing inline. */
+function intCode(v: string): string {
+  return `(typeof ${v} === 'number' && Number.isFinite(${v}) ? Math.trunc(${v}) : ${v} === undefined ? 0 : H.int(${v}, w))`;
 }
 
 function compileFields(d: MessageDescriptor): FieldsWriter {
