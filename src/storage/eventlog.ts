@@ -17,8 +17,14 @@ export class EventLog {
   private bytes = 0;
   /** Revision just before the oldest event kept in the ring. */
   private floorRev: number;
-  /** Watchers waiting for an event, each woken only by an event of a key it matches (or by close). */
-  private readonly waiters = new Set<Waiter>();
+  /**
+   * Watchers waiting for an event, each woken only by an event of a key it matches (or by close): by their
+   * bucket (see bucketOf), so that an event is offered to the watchers of its own resource only, and the
+   * others (no bucket) offered every event.
+   */
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly anyBucket = new Set<Waiter>();
+  private waiting = 0;
   private ended = false;
 
   constructor(
@@ -51,11 +57,19 @@ export class EventLog {
       this.ring = this.ring.slice(this.head);
       this.head = 0;
     }
-    if (this.waiters.size === 0) return;
+    if (this.waiting === 0) return;
     const key = event.kv.key;
-    for (const w of this.waiters) {
+    const bucket = bucketOf(key);
+    const same = bucket === undefined ? undefined : this.waiters.get(bucket);
+    if (same) this.wake(same, key);
+    if (this.anyBucket.size > 0) this.wake(this.anyBucket, key);
+  }
+
+  private wake(set: Set<Waiter>, key: string): void {
+    for (const w of set) {
       if (!w.match(key)) continue;
-      this.waiters.delete(w);
+      set.delete(w);
+      this.waiting--;
       w.wake();
     }
   }
@@ -74,17 +88,33 @@ export class EventLog {
    * `remove` takes it back. A write of another key wakes no one (every kind's watch cache watches this one log).
    */
   waitForChange(waiter: Waiter): void {
-    this.waiters.add(waiter);
+    const set = this.setOf(waiter, true)!;
+    if (set.has(waiter)) return;
+    set.add(waiter);
+    this.waiting++;
   }
 
   removeWaiter(waiter: Waiter): void {
-    this.waiters.delete(waiter);
+    const set = this.setOf(waiter, false);
+    if (!set?.delete(waiter)) return;
+    this.waiting--;
+    if (set.size === 0 && set !== this.anyBucket) this.waiters.delete(waiter.bucket!);
+  }
+
+  private setOf(waiter: Waiter, make: boolean): Set<Waiter> | undefined {
+    if (waiter.bucket === undefined) return this.anyBucket;
+    let set = this.waiters.get(waiter.bucket);
+    if (!set && make) this.waiters.set(waiter.bucket, (set = new Set()));
+    return set;
   }
 
   close(): void {
     this.ended = true;
-    const ws = [...this.waiters];
+    const ws = [...this.anyBucket];
+    for (const set of this.waiters.values()) ws.push(...set);
     this.waiters.clear();
+    this.anyBucket.clear();
+    this.waiting = 0;
     for (const w of ws) w.wake();
   }
 }
@@ -92,6 +122,26 @@ export class EventLog {
 export interface Waiter {
   match(key: string): boolean;
   wake(): void;
+  /** The bucket of every key `match` accepts (see watchBucket), or undefined when they have none in common. */
+  readonly bucket: string | undefined;
+}
+
+/**
+ * Keys up to and including their third '/' (the resource's root, '/registry/pods/'), or undefined when they have
+ * fewer. Two keys of different buckets are never in one watch's range, unless its range is wider than a bucket.
+ */
+function bucketOf(key: string): string | undefined {
+  const a = key.indexOf('/', 1);
+  const b = a < 0 ? -1 : key.indexOf('/', a + 1);
+  return b < 0 ? undefined : key.slice(0, b + 1);
+}
+
+/**
+ * The bucket of a watch of one key, or of every key under a prefix: the key's (a key under the prefix has the
+ * same first three '/'), or none when it has fewer than three.
+ */
+export function watchBucket(key: string): string | undefined {
+  return bucketOf(key);
 }
 
 function eventSize(e: WatchEvent): number {
@@ -125,10 +175,12 @@ export class LogWatch implements Watch, AsyncIterator<WatchEvent> {
     private readonly match: (key: string) => boolean,
     afterRevision: number,
     private readonly source: LogSource,
+    bucket?: string,
   ) {
     this.lastRev = afterRevision;
     this.waiter = {
       match,
+      bucket,
       wake: () => {
         this.woken = true;
         this.wakeUp?.();

@@ -30,7 +30,7 @@ import {
   type WatchEvent,
   type WatchOptions,
 } from './interface.js';
-import { EventLog, LogWatch } from './eventlog.js';
+import { EventLog, LogWatch, watchBucket } from './eventlog.js';
 
 /** Pages of write-ahead log after which a commit checkpoints it (see the constructor). */
 const WAL_AUTOCHECKPOINT_PAGES = 4000;
@@ -489,7 +489,7 @@ class SqliteKV implements KV {
       currentRevision: () => this.rev,
       closed: () => this.closed,
       readAfter: (from, to, limit) => this.readEvents(key, end, from, to, limit),
-    });
+    }, watchBucket(key));
   }
 
   /** Events with revisions in (from, to] for keys in [start, end), oldest first, from the log. */

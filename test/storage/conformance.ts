@@ -233,6 +233,41 @@ export function storageConformance(name: string, open: () => Promise<Backend>): 
       }
     });
 
+    it('wakes waiting watches of every depth (a wider prefix, a prefix without its slash, a sub-prefix, one key) by their own events only', async () => {
+      fresh();
+      const watches = {
+        wide: kv.watch(p, { prefix: true }),
+        noSlash: kv.watch(p.slice(0, -1), { prefix: true }),
+        sub: kv.watch(p + 'sub/', { prefix: true }),
+        one: kv.watch(p + 'sub/k'),
+        deep: kv.watch(p + 'sub/deeper/', { prefix: true }),
+      };
+      const keys = async (w: Watch, n: number) => (await take(w, n)).map((e) => e.kv.key.slice(p.length - 1));
+      try {
+        // Every watch is reading (waiting, caught up) before the writes come, one at a time.
+        const got = {
+          wide: keys(watches.wide, 3),
+          noSlash: keys(watches.noSlash, 4),
+          sub: keys(watches.sub, 2),
+          one: keys(watches.one, 1),
+          deep: keys(watches.deep, 1),
+        };
+        for (const [key, value] of [['sub/k', '1'], ['other', '2'], ['sub/deeper/x', '3']] as const) {
+          await new Promise((r) => setTimeout(r, 20));
+          await kv.create(p + key, enc(value));
+        }
+        await new Promise((r) => setTimeout(r, 20));
+        await kv.create(p.slice(0, -1) + '-sibling/y', enc('4'));
+        assert.deepEqual(await got.wide, ['/sub/k', '/other', '/sub/deeper/x']);
+        assert.deepEqual(await got.noSlash, ['/sub/k', '/other', '/sub/deeper/x', '-sibling/y']);
+        assert.deepEqual(await got.sub, ['/sub/k', '/sub/deeper/x']);
+        assert.deepEqual(await got.one, ['/sub/k']);
+        assert.deepEqual(await got.deep, ['/sub/deeper/x']);
+      } finally {
+        for (const w of Object.values(watches)) w.close();
+      }
+    });
+
     it('watches one key without seeing its siblings, and from now when no revision is given', async () => {
       fresh();
       await kv.create(p + 'before', enc('x'));
