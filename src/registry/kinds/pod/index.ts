@@ -36,9 +36,25 @@ const millis = (v: unknown): bigint | null => {
   return q ? q.milliValue() : null;
 };
 
+/** Whether a container list names neither cpu nor memory in any container's requests or limits. */
+function namesNoComputeResources(containers: unknown): boolean {
+  if (!Array.isArray(containers)) return true;
+  for (const c of containers) {
+    const res: unknown = isObject(c) ? c['resources'] : undefined;
+    if (!isObject(res)) continue;
+    const req: unknown = res['requests'];
+    const lim: unknown = res['limits'];
+    if (isObject(req) && (req['cpu'] !== undefined || req['memory'] !== undefined)) return false;
+    if (isObject(lim) && (lim['cpu'] !== undefined || lim['memory'] !== undefined)) return false;
+  }
+  return true;
+}
+
 /** qos.GetPodQOS: Guaranteed, Burstable or BestEffort from the cpu and memory of every container. */
 export function podQOSClass(pod: KObject): 'Guaranteed' | 'Burstable' | 'BestEffort' {
   const spec: Json = isObject(pod.spec) ? pod.spec : {};
+  // No cpu or memory anywhere: nothing is counted below, so BestEffort (most pods of a bench or a test).
+  if (namesNoComputeResources(spec['containers']) && namesNoComputeResources(spec['initContainers'])) return 'BestEffort';
   const requests = new Map<string, bigint>();
   const limits = new Map<string, bigint>();
   let guaranteed = true;
