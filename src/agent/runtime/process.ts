@@ -63,7 +63,19 @@ interface ContainerRecord {
   exited?: Promise<void>;
 }
 
-const newId = (): string => randomBytes(32).toString('hex');
+/** Random 64-hex ids for sandboxes and containers, cut from a pool of random bytes (one random draw per 64 ids). */
+class IdSource {
+  private pool = Buffer.alloc(0);
+  private at = 0;
+  next(): string {
+    if (this.at + 32 > this.pool.length) {
+      this.pool = randomBytes(32 * 64);
+      this.at = 0;
+    }
+    this.at += 32;
+    return this.pool.toString('hex', this.at - 32, this.at);
+  }
+}
 
 /** A copy of a container's status (each sync reads two per container: a field-wise copy, not structuredClone's). */
 function copyStatus(s: ContainerStatus): ContainerStatus {
@@ -80,6 +92,7 @@ export class ProcessRuntime implements Runtime {
   private closed = false;
   /** Starts containers' processes outside the agent (small helper processes). */
   private readonly spawner = new Spawner();
+  private readonly ids = new IdSource();
 
   constructor(private readonly options: ProcessRuntimeOptions = {}) {}
 
@@ -102,7 +115,7 @@ export class ProcessRuntime implements Runtime {
     this.checkOpen();
     if (!isAbsolute(config.logDirectory)) throw new RuntimeError('InvalidState', `logDirectory must be absolute: ${config.logDirectory}`);
     await mkdir(config.logDirectory, { recursive: true, mode: 0o750 });
-    const id = newId();
+    const id = this.ids.next();
     this.sandboxes.set(id, {
       config: structuredClone(config),
       sandbox: {
@@ -154,7 +167,7 @@ export class ProcessRuntime implements Runtime {
     }
     const logPath = join(sandboxConfig.logDirectory, config.logPath);
     await mkdir(dirname(logPath), { recursive: true, mode: 0o750 });
-    const id = newId();
+    const id = this.ids.next();
     this.containers.set(id, {
       config: structuredClone(config),
       sandboxConfig: structuredClone(sandboxConfig),

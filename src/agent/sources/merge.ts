@@ -11,7 +11,8 @@
 //
 // A source hands over a pod object and never changes it afterwards: the same object again is taken as
 // unchanged without being copied or compared (the API source's store keeps unchanged pods as the same
-// objects, so a relist of 100 unchanged pods costs no copies).
+// objects, so a relist of 100 unchanged pods costs no copies), and the merge's own version of a pod
+// (its metadata stamped with config.seen) shares everything but its top level and metadata with it.
 //
 // Pods whose full name (namespace/name) repeats within a source are dropped, as kubelet does
 // ("duplicate pod name"): in a SET, those after the first; in a DELTA, one whose name another UID of
@@ -157,8 +158,9 @@ export class PodMerge {
       next.pods.set(uid, old);
       return;
     }
-    const pod = structuredClone(incoming);
-    pod.metadata.annotations = annotations;
+    // A new top level and metadata with the stamp; the rest is shared with the source's object, which
+    // neither the source nor any reader changes (see above): no deep copy per new or changed pod.
+    const pod: Pod = { ...incoming, metadata: { ...incoming.metadata, annotations } };
     next.pods.set(uid, pod);
     (old === undefined ? added : updated).push(pod);
   }
