@@ -354,7 +354,7 @@ class Writer {
     let size = this.buf.length * 2;
     while (size < this.len + n) size *= 2;
     const next = Buffer.allocUnsafe(size);
-    this.buf.copy(next, 0, 0, this.len);
+    next.set(this.buf.subarray(0, this.len));
     this.buf = next;
   }
 
@@ -446,7 +446,8 @@ class Writer {
     let extra = 0;
     for (let n = size; n >= 0x80; n = Math.floor(n / 128)) extra++;
     this.ensure(extra);
-    this.buf.copy(this.buf, mark + extra, mark, this.len);
+    // TypedArray#copyWithin: a memmove without Buffer#copy's argument checks.
+    this.buf.copyWithin(mark + extra, mark, this.len);
     let at = mark - 1;
     let n = size;
     while (n >= 0x80) {
