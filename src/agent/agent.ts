@@ -340,7 +340,6 @@ export class Agent implements ServerHost {
   async start(): Promise<void> {
     const root = resolve(this.config.rootDir);
     await mkdir(join(root, 'pods'), { recursive: true, mode: 0o750 });
-    await this.runtime.start?.();
     this.unsubscribe = this.runtime.onContainerEvent((e) => {
       // A container only starts through a pass of its pod's worker, which reads the container's state
       // after the start and writes the pod's status from it: a start needs no pass of its own.
@@ -374,6 +373,10 @@ export class Agent implements ServerHost {
     }
     // kubelet's container manager: the pods' cgroups and node allocatable before any pod runs
     await this.config.cgroups?.start(() => this.activePods().filter((p) => !isTerminal(this.statusManager.getPodStatus(p.metadata.uid)?.phase ?? 'Pending')));
+    // The runtime's own processes (the process runtime's spawner helpers) start from the agent as it now is,
+    // in its cgroup (--orchlet-cgroups), with its rlimits and oom_score_adj, which the containers they start
+    // inherit as they did from the agent itself; no pod has reached the runtime yet.
+    await this.runtime.start?.();
     const drivers = (await this.flexVolumes?.probeAll()) ?? [];
     if (drivers.length > 0) this.log('info', `FlexVolume drivers: ${drivers.join(', ')}`);
     this.startGarbageCollection();

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -135,6 +135,14 @@ void describe('orchlet cgroup options (bin/orchlet, built-in runtime)', () => {
       const hierarchies = ['cpu', 'memory', 'pids', 'cpuset', 'systemd'];
       // the agent's process, in every hierarchy
       await eventually(() => `the agent in ${agentCg}\n${o.stderr()}`, () => hierarchies.every((c) => cgroupOf(pid, c) === agentCg), { timeoutMs: 20_000 });
+      // the process runtime's spawner helpers, whose children the containers are, start there too
+      const helpers = (): number[] =>
+        readdirSync(`/proc/${pid}/task`)
+          .flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean))
+          .filter((c) => readFileSync(`/proc/${c}/comm`, 'utf8').trim() === 'orchlet-spawner')
+          .map(Number);
+      const started = await eventually('the spawner helpers', () => (helpers().length >= 2 ? helpers() : undefined));
+      for (const h of started) for (const c of hierarchies) assert.equal(cgroupOf(h, c), agentCg, `helper ${h} in ${c}`);
       assert.equal(read('cpu', sys, 'cpu.shares'), '512');
       assert.equal(read('memory', sys, 'memory.limit_in_bytes'), String(256 * 1024 * 1024));
       assert.equal(read('pids', sys, 'pids.max'), '1000');
