@@ -1,5 +1,6 @@
 // The launcher of the process runtime: how a container's process is started (spawnPlan), used by
-// launch() here and by the spawner's worker thread (spawner.ts), which starts containers' main processes.
+// launch() here and by the spawner's helper processes (spawner.ts, spawner-process.ts), which start
+// containers' processes and exec probes' commands.
 //
 // It takes an already resolved identity (identity.ts) and starts `command[0]` with the rest of
 // command + args through child_process.spawn's uid/gid options: libuv calls setgroups(0) (dropping

@@ -1,8 +1,8 @@
 // The built-in process runtime: every container is a host process started by the launcher's plan
 // (by the spawner's small helper processes, so spawn's fork neither stalls the agent's event loop nor
-// costs it a copy of its page tables; spawner.ts), as the
-// user identity.ts resolves. Exec probes (execSync) and exec sessions still spawn on the main thread. A sandbox is only a record and a log directory (no namespaces, no
-// cgroups: containers share the host's network, PID space and filesystem).
+// costs it a copy of its page tables; spawner.ts), as the user identity.ts resolves; exec probes
+// (execSync) too. Exec sessions still spawn from the agent. A sandbox is only a record and a log
+// directory (no namespaces, no cgroups: containers share the host's network, PID space and filesystem).
 //
 // The image field is ignored: it is required by validation, but this runtime runs the host's own
 // binaries (`command` + `args`), and reports the image name back unchanged with an empty imageID.
@@ -15,7 +15,7 @@ import { constants as osConstants } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { CriLogWriter } from './crilog.js';
 import { resolveIdentity, type ProcessIdentity } from './identity.js';
-import { launch, signalGroup } from './launcher.js';
+import { signalGroup } from './launcher.js';
 import { Spawner, type RemoteProcess } from './spawner.js';
 import { pinNewGroup, setGroupAffinity } from '../cm/affinity.js';
 import { attachToOutputs, dialHostPort, startExecSession } from './process-streaming.js';
@@ -332,7 +332,8 @@ export class ProcessRuntime implements Runtime {
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult> {
     const rec = this.containerRecord(id);
     if (rec.status.state !== 'CONTAINER_RUNNING') throw new RuntimeError('InvalidState', `container ${id} is not running`);
-    const child = await launch({ argv: cmd, env: this.envOf(rec), cwd: rec.config.workingDir ?? '/', identity: rec.identity });
+    // through the spawner too: periodic probes never fork the agent itself
+    const child = await this.spawner.launch({ argv: cmd, env: this.envOf(rec), cwd: rec.config.workingDir ?? '/', identity: rec.identity });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));
@@ -345,7 +346,7 @@ export class ProcessRuntime implements Runtime {
               reject(new RuntimeError('Failed', `command ${JSON.stringify(cmd.join(' '))} timed out after ${timeoutSeconds}s`));
             }, timeoutSeconds * 1000)
           : undefined;
-      child.once('close', (code, signal) => {
+      child.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
         clearTimeout(timer);
         resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode: code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0) });
       });
