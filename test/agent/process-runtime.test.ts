@@ -14,8 +14,11 @@ import { runtimeContract, waitFor } from './runtime-contract.js';
 
 runtimeContract('process runtime', async (options) => new ProcessRuntime({ allowPrivileged: options.allowPrivileged === true }));
 
-void describe('process runtime: supplementary groups', () => {
-  const isRoot = process.getuid?.() === 0;
+/**
+ * A process runtime for one describe block, removed after it: create() makes a pod sandbox of its own (under a
+ * temporary directory) and a container in it running `command`.
+ */
+function runtimeFixture(prefix: string) {
   const rt = new ProcessRuntime();
   let dir = '';
   let seq = 0;
@@ -23,13 +26,23 @@ void describe('process runtime: supplementary groups', () => {
     await rt.shutdown(0);
     if (dir) await rm(dir, { recursive: true, force: true });
   });
-  const run = async (command: string[], securityContext: LinuxContainerSecurityContext): Promise<ContainerStatus> => {
-    dir ||= await mkdtemp(join(tmpdir(), 'orchlet-groups-'));
+  /** The block's temporary directory, made on first use. */
+  const workDir = async (): Promise<string> => (dir ||= await mkdtemp(join(tmpdir(), prefix)));
+  const create = async (command: string[], securityContext?: LinuxContainerSecurityContext): Promise<string> => {
+    await workDir();
     seq++;
     const sb = { metadata: { name: `p${seq}`, uid: `u${seq}`, namespace: 'default', attempt: 0 }, logDirectory: join(dir, `p${seq}`) };
-    const sandbox = await rt.runPodSandbox(sb);
-    const config: ContainerConfig = { metadata: { name: 'c', attempt: 0 }, image: 'busybox', command, args: [], envs: [], logPath: 'c/0.log', securityContext };
-    const id = await rt.createContainer(sandbox, config, sb);
+    const config: ContainerConfig = { metadata: { name: 'c', attempt: 0 }, image: 'busybox', command, args: [], envs: [], logPath: 'c/0.log', ...(securityContext ? { securityContext } : {}) };
+    return rt.createContainer(await rt.runPodSandbox(sb), config, sb);
+  };
+  return { rt, create, workDir };
+}
+
+void describe('process runtime: supplementary groups', () => {
+  const isRoot = process.getuid?.() === 0;
+  const { rt, create } = runtimeFixture('orchlet-groups-');
+  const run = async (command: string[], securityContext: LinuxContainerSecurityContext): Promise<ContainerStatus> => {
+    const id = await create(command, securityContext);
     await rt.startContainer(id).catch(() => undefined);
     return waitFor('exit', async () => {
       const s = await rt.containerStatus(id);
@@ -65,8 +78,7 @@ void describe('process runtime: supplementary groups', () => {
     assert.equal(s.reason, 'StartError');
     assert.equal(s.exitCode, 128);
     assert.equal(s.message, 'spawn no-such-command-h6 ENOENT');
-    const sb = { metadata: { name: 'x', uid: 'x', namespace: 'default', attempt: 0 }, logDirectory: join(dir, 'x') };
-    const id = await rt.createContainer(await rt.runPodSandbox(sb), { metadata: { name: 'c', attempt: 0 }, image: 'b', command: ['sleep', '60'], args: [], envs: [], logPath: 'c/0.log', securityContext: { supplementalGroups: [0] } }, sb).catch((e: unknown) => e);
+    const id = await create(['sleep', '60'], { supplementalGroups: [0] }).catch((e: unknown) => e);
     assert.ok(id instanceof RuntimeError && id.code === 'ConfigRefused');
   });
 });
@@ -75,13 +87,7 @@ void describe('process runtime: supplementary groups', () => {
 // The spawner's helper processes (spawner.ts): containers are their children; they end with the agent.
 void describe('process runtime: spawner helper processes', () => {
   const isRoot = process.getuid?.() === 0;
-  const rt = new ProcessRuntime();
-  let dir = '';
-  let seq = 0;
-  after(async () => {
-    await rt.shutdown(0);
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  const { rt, create, workDir } = runtimeFixture('orchlet-spawner-');
   /** A process's state letter from /proc (Z: a zombie), or undefined when it is gone. */
   const stateOf = async (pid: number): Promise<string | undefined> => {
     const s = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
@@ -93,10 +99,7 @@ void describe('process runtime: spawner helper processes', () => {
   };
   const gone = (pid: number) => waitFor(`process ${pid} to end`, async () => ((await stateOf(pid)) ?? 'Z') === 'Z' || undefined);
   const startSleep = async (): Promise<string> => {
-    dir ||= await mkdtemp(join(tmpdir(), 'orchlet-spawner-'));
-    seq++;
-    const sb = { metadata: { name: `p${seq}`, uid: `u${seq}`, namespace: 'default', attempt: 0 }, logDirectory: join(dir, `p${seq}`) };
-    const id = await rt.createContainer(await rt.runPodSandbox(sb), { metadata: { name: 'c', attempt: 0 }, image: 'b', command: ['sleep', '60'], args: [], envs: [], logPath: 'c/0.log' }, sb);
+    const id = await create(['sleep', '60']);
     await rt.startContainer(id);
     return id;
   };
@@ -141,7 +144,7 @@ void describe('process runtime: spawner helper processes', () => {
   void it('the helpers end with the agent, even when it is killed (its containers keep running, as before)', async (t) => {
     if (!isRoot) return t.skip('needs root to start containers as another user');
     const processJs = new URL('../../src/agent/runtime/process.js', import.meta.url).href;
-    dir ||= await mkdtemp(join(tmpdir(), 'orchlet-spawner-'));
+    const dir = await workDir();
     const script = `
       import { ProcessRuntime } from ${JSON.stringify(processJs)};
       const rt = new ProcessRuntime();
