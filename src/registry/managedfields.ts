@@ -1146,6 +1146,13 @@ export interface Comparison {
  */
 export function diffOwnedChanged(oldObj: unknown, newObj: unknown, schema: Schema, defs: Definitions): Comparison {
   const c: Comparison = { added: new FieldSet(), modified: new FieldSet(), removed: new FieldSet() };
+  compareWalk(oldObj ?? {}, newObj ?? {}, schema, [], c, defs);
+  return c;
+}
+
+/** diffOwnedChanged through the generic walker walk2 (the reference compareWalk must agree with). */
+export function diffOwnedChangedSlow(oldObj: unknown, newObj: unknown, schema: Schema, defs: Definitions): Comparison {
+  const c: Comparison = { added: new FieldSet(), modified: new FieldSet(), removed: new FieldSet() };
   walk2(oldObj ?? {}, newObj ?? {}, schema, [], {
     defs,
     comparing: true,
@@ -1161,6 +1168,173 @@ export function diffOwnedChanged(oldObj: unknown, newObj: unknown, schema: Schem
     },
   });
   return c;
+}
+
+/*
+ * compareWalk: walk2 with diffOwnedChanged's rules (comparing, no errors, lenient scalars), written out for that
+ * one use. It runs on every update's managedFields (a pod's status patch walks the whole status), where the
+ * generic walker's per-node walker objects, path copies, deduced atoms and closures, and its callbacks shared
+ * with server-side apply's merge, kept it slow and late to optimise. The path is one stack, pushed and popped
+ * (FieldSet.insert keeps its elements, not the array). Same visits, same order, same sets.
+ */
+
+/** deduceAtom(a, v) as a part of `a`: 0 the whole atom, 1 its map, 2 its scalar, 3 its list. */
+function deducedPart(a: Atom, v: unknown): number {
+  if (v === undefined || v === null) return 0;
+  const t = typeof v;
+  if (t === 'number' || t === 'string' || t === 'boolean') return a.scalar ? 2 : 0;
+  if (Array.isArray(v)) return a.list ? 3 : 0;
+  if (t === 'object') return a.map ? 1 : 0;
+  return 0;
+}
+
+const partMap = (a: Atom, part: number) => (part === 0 || part === 1 ? a.map : undefined);
+const partScalar = (a: Atom, part: number) => (part === 0 || part === 2 ? a.scalar : undefined);
+const partList = (a: Atom, part: number) => (part === 0 || part === 3 ? a.list : undefined);
+
+/** scalarError(t, v) === null, without building the message. */
+function scalarFits(t: NonNullable<Atom['scalar']>, v: unknown): boolean {
+  if (v === undefined || v === null) return true;
+  const k = typeof v;
+  switch (t) {
+    case 'numeric':
+      return k === 'number';
+    case 'string':
+      return k === 'string';
+    case 'boolean':
+      return k === 'boolean';
+    default:
+      return k === 'number' || k === 'string' || k === 'boolean';
+  }
+}
+
+function compareLeaf(lhs: unknown, rhs: unknown, path: Path, c: Comparison): void {
+  if (lhs === undefined) c.added.insert(path);
+  else if (rhs === undefined) c.removed.insert(path);
+  else if (!equalValues(lhs, rhs)) c.modified.insert(path);
+}
+
+function compareWalk(lhs: unknown, rhs: unknown, type: Schema, path: Path, c: Comparison, defs: Definitions): void {
+  if (lhs === rhs && typeof lhs === 'object' && lhs !== null) return;
+  const atom = atomOf(type, defs);
+  const pl = deducedPart(atom, lhs);
+  const pr = deducedPart(atom, rhs);
+  let leafed: boolean;
+  if (lhs === undefined) leafed = compareAtom(atom, pr, lhs, rhs, path, c, defs);
+  else if (rhs === undefined) leafed = compareAtom(atom, pl, lhs, rhs, path, c, defs);
+  else if (pl === pr || (partMap(atom, pl) === partMap(atom, pr) && partScalar(atom, pl) === partScalar(atom, pr) && partList(atom, pl) === partList(atom, pr))) {
+    leafed = compareAtom(atom, pr, lhs, rhs, path, c, defs);
+  } else {
+    compareAtom(atom, pl, lhs, rhs, path, c, defs);
+    leafed = compareAtom(atom, pr, lhs, rhs, path, c, defs);
+  }
+  if (!leafed) {
+    if (lhs === undefined) c.added.insert(path);
+    else if (rhs === undefined) c.removed.insert(path);
+  }
+}
+
+/** handleAtom of the part: whether the value was a leaf. */
+function compareAtom(a: Atom, part: number, lhs: unknown, rhs: unknown, path: Path, c: Comparison, defs: Definitions): boolean {
+  const m = partMap(a, part);
+  if (m) return compareMap(m, lhs, rhs, path, c, defs);
+  const sc = partScalar(a, part);
+  if (sc) {
+    if (!scalarFits(sc, lhs) && !scalarFits(sc, rhs)) return false;
+    compareLeaf(lhs, rhs, path, c);
+    return true;
+  }
+  const l = partList(a, part);
+  if (l) return compareList(l, lhs, rhs, path, c, defs);
+  return false;
+}
+
+function compareMap(m: NonNullable<Atom['map']>, lv: unknown, rv: unknown, path: Path, c: Comparison, defs: Definitions): boolean {
+  const lhs = isJsonObject(lv) ? lv : undefined;
+  const rhs = isJsonObject(rv) ? rv : undefined;
+  if (m.atomic || ((lhs === undefined || isEmptyObject(lhs)) && (rhs === undefined || isEmptyObject(rhs)))) {
+    compareLeaf(lv, rv, path, c);
+    return true;
+  }
+  if (lhs !== undefined) {
+    const keys = Object.keys(lhs);
+    for (let i = 0; i < keys.length; i++) compareKey(m, keys[i]!, lhs, rhs, path, c, defs);
+  }
+  if (rhs !== undefined) {
+    const keys = Object.keys(rhs);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      if (lhs === undefined || !hasOwn(lhs, key)) compareKey(m, key, lhs, rhs, path, c, defs);
+    }
+  }
+  return false;
+}
+
+function compareKey(m: NonNullable<Atom['map']>, key: string, lhs: JsonObject | undefined, rhs: JsonObject | undefined, path: Path, c: Comparison, defs: Definitions): void {
+  const l = lhs?.[key];
+  const r = rhs?.[key];
+  if (l === undefined && r === undefined) return;
+  path.push({ field: key });
+  compareWalk(l, r, mapFieldType(m, key) ?? UNTYPED_ATOMIC, path, c, defs);
+  path.pop();
+}
+
+function compareList(list: NonNullable<Atom['list']>, lv: unknown, rv: unknown, path: Path, c: Comparison, defs: Definitions): boolean {
+  const lhs = Array.isArray(lv) ? lv : undefined;
+  const rhs = Array.isArray(rv) ? rv : undefined;
+  if (list.atomic || ((lhs === undefined || lhs.length === 0) && (rhs === undefined || rhs.length === 0))) {
+    compareLeaf(lv, rv, path, c);
+    return true;
+  }
+  const L = indexList(list, lhs, defs);
+  const R = indexList(list, rhs, defs);
+  const item = (e: PathElement, l: unknown, r: unknown) => {
+    path.push(e);
+    compareWalk(l, r, list.elem, path, c, defs);
+    path.pop();
+  };
+  // walkList's order: items both sides have, in the right side's order.
+  const shared: string[] = [];
+  for (let i = 0; i < R.ids.length; i++) if (L.items.has(R.ids[i]!)) shared.push(R.ids[i]!);
+  let si = 0;
+  let nextShared: string | undefined = shared[si++];
+  let li = 0;
+  let ri = 0;
+  const nl = L.order.length;
+  const nr = R.order.length;
+  while (li < nl || ri < nr) {
+    if (li < nl && ri < nr) {
+      const id = L.ids[li]!;
+      if (id === R.ids[ri]) {
+        item(L.order[li]!, L.items.get(id)?.item, R.items.get(id)?.item);
+        li++;
+        ri++;
+        nextShared = shared[si++];
+        continue;
+      }
+      if (R.items.has(id) && nextShared !== undefined && nextShared !== id) {
+        li++;
+        continue;
+      }
+    }
+    if (li < nl) {
+      const id = L.ids[li]!;
+      if (!R.items.has(id)) {
+        item(L.order[li]!, L.items.get(id)?.item, undefined);
+        li++;
+        continue;
+      }
+    }
+    if (ri < nr) {
+      const id = R.ids[ri]!;
+      item(R.order[ri]!, L.items.get(id)?.item, R.items.get(id)?.item);
+      ri++;
+      if (nextShared !== undefined && nextShared === id) nextShared = shared[si++];
+    } else {
+      li++;
+    }
+  }
+  return false;
 }
 
 /** Comparison.ExcludeFields: drops the ignored fields (and everything under them). */

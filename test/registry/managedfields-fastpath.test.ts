@@ -1,6 +1,17 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { FieldSet, pe, trackUpdate, trackUpdateSlow, type JsonObject, type UpdateTracking } from '../../src/registry/managedfields.js';
+import {
+  diffOwnedChanged,
+  diffOwnedChangedSlow,
+  FieldSet,
+  pe,
+  refSchema,
+  trackUpdate,
+  trackUpdateSlow,
+  type Comparison,
+  type JsonObject,
+  type UpdateTracking,
+} from '../../src/registry/managedfields.js';
 import { ALL_DEFINITIONS, BUILTIN_KINDS } from '../../src/registry/kinds/index.js';
 import { REF_PREFIX } from '../../src/registry/schema.js';
 import { hasZeroValue, zeroValueOf } from '../../src/registry/fieldmanager.js';
@@ -105,5 +116,65 @@ void describe('trackUpdate create fast path', () => {
       if (decl.compute) continue;
       assert.ok(hasZeroValue(decl.definition), `declare the Go zero value of ${decl.definition} in src/registry/fieldmanager.ts`);
     }
+  });
+});
+
+void describe('diffOwnedChanged', () => {
+  const show = (c: Comparison) => `added ${c.added.toString()} modified ${c.modified.toString()} removed ${c.removed.toString()}`;
+  const t = '2024-01-01T00:00:01Z';
+  const spec = { nodeName: 'n', containers: [{ name: 'main', image: 'busybox', command: ['sleep', '3600'] }], restartPolicy: 'Always' };
+  const live: JsonObject = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'n', uid: 'u', labels: { a: '1' } }, spec, status: { phase: 'Pending', qosClass: 'BestEffort' } };
+  const running: JsonObject = {
+    ...live,
+    metadata: { name: 'p', namespace: 'n', uid: 'u', labels: { a: '2', b: '1' } },
+    status: {
+      phase: 'Running',
+      conditions: [
+        { type: 'Initialized', status: 'True', lastProbeTime: null, lastTransitionTime: t },
+        { type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: t },
+        { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: t },
+      ],
+      podIPs: [{ ip: '127.0.0.1' }],
+      containerStatuses: [{ name: 'main', state: { running: { startedAt: t } }, lastState: {}, ready: true, restartCount: 0, started: true }],
+      qosClass: 'BestEffort',
+    },
+  };
+  const reordered: JsonObject = {
+    ...running,
+    status: {
+      phase: 'Running',
+      conditions: [
+        { type: 'PodScheduled', status: 'False', lastTransitionTime: t },
+        { type: 'Initialized', status: 'True', lastProbeTime: null, lastTransitionTime: t },
+        { type: 'ContainersReady', status: 'True' },
+        { status: 'no key' },
+        { type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: t },
+        { type: 'Ready', status: 'duplicate' },
+      ],
+      podIPs: [],
+      containerStatuses: [{ name: 'main', state: { terminated: { exitCode: 1 } }, lastState: 'not an object', ready: 'yes', restartCount: 1.5 }],
+    },
+  };
+
+  it('gives the sets of the generic walker', () => {
+    const all = [...pods, live, running, reordered];
+    for (const [schema, defs] of [
+      [POD, DEFS],
+      [refSchema('io.k8s.api.core.v1.Pod'), ALL_DEFINITIONS],
+    ] as const) {
+      for (const a of all) {
+        for (const b of all) {
+          const fast = diffOwnedChanged(a, b, schema, defs);
+          const slow = diffOwnedChangedSlow(a, b, schema, defs);
+          assert.equal(show(fast), show(slow), JSON.stringify({ a, b }));
+        }
+      }
+    }
+    // the status patch of a starting pod: the status is added, the changed label modified, the spec skipped
+    const c = diffOwnedChanged(live, running, refSchema('io.k8s.api.core.v1.Pod'), ALL_DEFINITIONS);
+    assert.ok(c.added.has([pe.field('status'), pe.field('conditions')]));
+    assert.ok(c.modified.has([pe.field('metadata'), pe.field('labels'), pe.field('a')]));
+    assert.ok(c.modified.has([pe.field('status'), pe.field('phase')]));
+    assert.ok(!c.modified.has([pe.field('spec'), pe.field('nodeName')]));
   });
 });
