@@ -365,14 +365,13 @@ export class FieldSet {
 
   /** Adds a path (its parents are not added). The empty path is ignored: nobody owns the whole object. */
   insert(p: readonly PathElement[]): this {
-    if (p.length === 0) return this;
-    const s = this.descendPath(p.slice(0, -1));
-    s.insertMember(p[p.length - 1] as PathElement);
+    const n = p.length;
+    if (n === 0) return this;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the walk starts at this set
+    let s: FieldSet = this;
+    for (let i = 0; i < n - 1; i++) s = s.descend(p[i]!);
+    s.insertMember(p[n - 1]!);
     return this;
-  }
-
-  private descendPath(p: readonly PathElement[]): FieldSet {
-    return p.reduce<FieldSet>((s, e) => s.descend(e), this);
   }
 
   private childPath(p: readonly PathElement[]): FieldSet | undefined {
