@@ -336,6 +336,28 @@ describe('checkFields', () => {
     );
   });
 
+  it('keeps times already in the written form, and checks their ranges as time.Parse does', () => {
+    for (const t of ['2000-02-29T23:59:59Z', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59Z', '2024-04-30T00:00:00Z']) {
+      const r = check(`{"metadata":{"creationTimestamp":"${t}"}}`).result;
+      assert.deepEqual([r.typeErrors, r.pruned], [[], { metadata: { creationTimestamp: t } }]);
+    }
+    const micro = check('{"spec":{"renewTime":"2024-01-02T03:04:05.000000Z"}}').result;
+    assert.deepEqual([micro.typeErrors, micro.pruned], [[], { spec: { renewTime: '2024-01-02T03:04:05.000000Z' } }]);
+    const errors: [string, string][] = [
+      ['1900-02-29T00:00:00Z', 'day'],
+      ['2024-04-31T00:00:00Z', 'day'],
+      ['2024-01-00T00:00:00Z', 'day'],
+      ['2024-00-01T00:00:00Z', 'month'],
+      ['2024-01-01T24:00:00Z', 'hour'],
+      ['2024-01-01T00:60:00Z', 'minute'],
+      ['2024-01-01T00:00:60Z', 'second'],
+    ];
+    for (const [t, what] of errors) {
+      const r = check(`{"metadata":{"creationTimestamp":"${t}"}}`).result;
+      assert.deepEqual(r.typeErrors, [{ path: 'metadata.creationTimestamp', message: `parsing time "${t}": ${what} out of range`, fatal: true }]);
+    }
+  });
+
   it('reads times as time.Parse(RFC3339) and writes them back as metav1.Time does', () => {
     const ok = check('{"metadata":{"creationTimestamp":"2024-02-29T23:30:00.5+01:00"},"spec":{"renewTime":"2024-01-02T03:04:05.123456Z"}}').result;
     assert.deepEqual(ok.typeErrors, []);
