@@ -631,9 +631,16 @@ function readV1(obj: JsonObject): { children: FieldSet | null; isMember: boolean
     if (sub.children) {
       children ??= new FieldSet();
       const target = children.descend(e);
-      const merged = target.union(sub.children);
-      target.members = merged.members;
-      target.children = merged.children;
+      if (target.members.length === 0 && target.children.length === 0) {
+        // The usual case (no other key of this object names the same element): the subset just read is taken
+        // as it is, where a union with the empty set would copy it.
+        target.members = sub.children.members;
+        target.children = sub.children.children;
+      } else {
+        const merged = target.union(sub.children);
+        target.members = merged.members;
+        target.children = merged.children;
+      }
     }
   }
   if (children === null) isMember = true;

@@ -61,6 +61,9 @@ void describe('FieldsV1', () => {
     assert.ok(decodeFieldsV1(encodeFieldsV1(s)).equals(s));
     // '.' first (as kubectl prints it, keys sorted) decodes the same
     assert.ok(decodeFieldsV1({ 'f:spec': { 'f:containers': { 'k:{"name":"c"}': { '.': {}, 'f:image': {} } } } }).equals(s));
+    // two keys naming one element (key fields in another order): their subsets are merged
+    const merged = decodeFieldsV1({ 'k:{"a":1,"b":2}': { 'f:x': {}, 'f:z': { 'f:p': {} } }, 'k:{"b":2,"a":1}': { 'f:y': {}, 'f:z': { 'f:q': {} } } });
+    assert.equal(json(encodeFieldsV1(merged)), '{"k:{\\"a\\":1,\\"b\\":2}":{"f:x":{},"f:y":{},"f:z":{"f:p":{},"f:q":{}}}}');
   });
 
   void it('writes key fields sorted by name and values as Go writes JSON', () => {
