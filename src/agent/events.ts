@@ -9,7 +9,7 @@
 //   - the spam filter: a token bucket per involved object (25 events, then one every 5 minutes); an
 //     event over that budget is dropped.
 // At most 1000 events wait to be sent; more are dropped (the broadcaster's DropIfChannelFull).
-import { ApiError, isNotFound, type ApiClient, type Json } from './client/client.js';
+import { ApiError, DISCARD_ANSWER, isNotFound, type ApiClient, type Json } from './client/client.js';
 import { rfc3339 } from './time.js';
 
 export interface ObjectReference {
@@ -163,7 +163,8 @@ export class EventRecorder implements EventSink {
     const now = rfc3339(at);
     if (prev) {
       try {
-        await this.client.patch(`/api/v1/namespaces/${prev.namespace}/events/${prev.name}`, { count: prev.count, lastTimestamp: now, message }, 'strategic');
+        // (the answers are not read, so not decoded either)
+        await this.client.patch(`/api/v1/namespaces/${prev.namespace}/events/${prev.name}`, { count: prev.count, lastTimestamp: now, message }, 'strategic', DISCARD_ANSWER);
         return;
       } catch (err) {
         if (!isNotFound(err)) throw err;
@@ -173,7 +174,7 @@ export class EventRecorder implements EventSink {
     const name = `${ref.name}.${(BigInt(at.getTime()) * 1_000_000n + BigInt(this.seq++ % 1_000_000)).toString(16)}`;
     const involvedObject: Json = { kind: ref.kind, name: ref.name };
     for (const f of ['namespace', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'] as const) if (ref[f] !== undefined && ref[f] !== '') involvedObject[f] = ref[f];
-    await this.client.create(`/api/v1/namespaces/${namespace}/events`, {
+    const event = {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { name, namespace },
@@ -188,7 +189,8 @@ export class EventRecorder implements EventSink {
       eventTime: null,
       reportingComponent: '',
       reportingInstance: '',
-    });
+    };
+    await this.client.create(`/api/v1/namespaces/${namespace}/events`, event, DISCARD_ANSWER);
     this.sent.set(key, { name, namespace, count: 1, firstTimestamp: now });
   }
 }

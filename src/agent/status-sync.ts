@@ -14,6 +14,7 @@
 // mirror yet stays dirty until the mirror appears.
 import type { ApiClient, Json } from './client/client.js';
 import { isConflict, isNotFound } from './client/client.js';
+import { readStatusAnswer, type StatusAnswer } from './client/answers.js';
 import { podStatusPatch } from './status-patch.js';
 import type { StatusManager } from './status-manager.js';
 import type { Pod } from './types.js';
@@ -43,8 +44,8 @@ export class StatusSync {
   private readonly dirty = new Set<string>();
   /** uid -> JSON of the last status posted, with the target uid. */
   private readonly posted = new Map<string, string>();
-  /** uid -> the target's status as the answer to our last PATCH of it gave it. */
-  private readonly answered = new Map<string, { uid: string; resourceVersion: string | undefined; status: Json }>();
+  /** uid -> the target's status as the answer to our last PATCH of it gave it (decoded when first needed). */
+  private readonly answered = new Map<string, { uid: string; resourceVersion: string | undefined; status: () => Json | undefined }>();
   private readonly inFlight = new Map<string, Promise<void>>();
   private workers = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -129,7 +130,7 @@ export class StatusSync {
   /** The newest status of the target the agent knows: the pod source's, or our last PATCH's answer if that is newer. */
   private serverStatus(uid: string, target: StatusTarget): Json {
     const a = this.answered.get(uid);
-    if (a && a.uid === target.uid && (target.current === undefined || olderThan(target.resourceVersion, a.resourceVersion))) return a.status;
+    if (a && a.uid === target.uid && (target.current === undefined || olderThan(target.resourceVersion, a.resourceVersion))) return a.status() ?? {};
     return target.current ?? {};
   }
 
@@ -149,17 +150,16 @@ export class StatusSync {
       return;
     }
     try {
-      const pod = await this.o.client.request('PATCH', `/api/v1/namespaces/${target.namespace}/pods/${target.name}/status`, {
+      // Only the answer's resourceVersion and status are read (its status decoded only if a later patch is based on it).
+      const answer = await this.o.client.request<StatusAnswer>('PATCH', `/api/v1/namespaces/${target.namespace}/pods/${target.name}/status`, {
         body,
         contentType: 'application/strategic-merge-patch+json',
         tokenTaken: true,
         tokenWaitMs: waited,
+        answer: readStatusAnswer,
       });
       this.posted.set(uid, sig);
-      const meta = pod.metadata as Json | undefined;
-      if (meta && typeof pod.status === 'object' && pod.status !== null) {
-        this.answered.set(uid, { uid: target.uid, resourceVersion: typeof meta.resourceVersion === 'string' ? meta.resourceVersion : undefined, status: pod.status as Json });
-      }
+      if (answer.hasStatus) this.answered.set(uid, { uid: target.uid, resourceVersion: answer.resourceVersion, status: answer.status });
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) return; // the pod is gone or was replaced: nothing to write
       this.o.log('error', `posting the status of pod ${target.namespace}/${target.name}: ${err instanceof Error ? err.message : String(err)}`);

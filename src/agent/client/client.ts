@@ -49,7 +49,15 @@ export interface RequestOptions {
   tokenTaken?: boolean;
   /** With tokenTaken: how long that take() waited (ms), for rest_client_rate_limiter_duration_seconds. */
   tokenWaitMs?: number;
+  /**
+   * Reads a 2xx answer instead of the full decode (`protobuf`: the body is Kubernetes protobuf, otherwise
+   * JSON): for callers that need a part of the answer, or none (DISCARD_ANSWER). Errors are decoded as usual.
+   */
+  answer?: (body: Buffer, protobuf: boolean) => unknown;
 }
+
+/** RequestOptions.answer for a caller that uses nothing of the answer (it is not decoded; the request resolves with undefined). */
+export const DISCARD_ANSWER = (): undefined => undefined;
 
 export interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -117,16 +125,17 @@ export class ApiClient {
   async get<T = Json>(path: string, query?: RequestOptions['query']): Promise<T> {
     return this.request<T>('GET', path, query ? { query } : {});
   }
-  async create<T = Json>(path: string, body: unknown): Promise<T> {
-    return this.request<T>('POST', path, { body });
+  /** POST; `answer`: RequestOptions.answer. */
+  async create<T = Json>(path: string, body: unknown, answer?: RequestOptions['answer']): Promise<T> {
+    return this.request<T>('POST', path, answer ? { body, answer } : { body });
   }
   async update<T = Json>(path: string, body: unknown): Promise<T> {
     return this.request<T>('PUT', path, { body });
   }
-  /** PATCH; `type` 'strategic' | 'merge' | 'json'. */
-  async patch<T = Json>(path: string, body: unknown, type: 'strategic' | 'merge' | 'json' = 'strategic'): Promise<T> {
+  /** PATCH; `type` 'strategic' | 'merge' | 'json'; `answer`: RequestOptions.answer. */
+  async patch<T = Json>(path: string, body: unknown, type: 'strategic' | 'merge' | 'json' = 'strategic', answer?: RequestOptions['answer']): Promise<T> {
     const contentType = { strategic: 'application/strategic-merge-patch+json', merge: 'application/merge-patch+json', json: 'application/json-patch+json' }[type];
-    return this.request<T>('PATCH', path, { body, contentType });
+    return this.request<T>('PATCH', path, answer ? { body, contentType, answer } : { body, contentType });
   }
   async delete<T = Json>(path: string, options?: Json): Promise<T> {
     return this.request<T>('DELETE', path, options ? { body: { kind: 'DeleteOptions', apiVersion: 'v1', ...options } } : {});
@@ -140,6 +149,7 @@ export class ApiClient {
     const body = await readAll(res.body);
     const code = res.status;
     if (code < 200 || code >= 300) throw toApiError(code, decodeBody(res, body));
+    if (opts.answer) return opts.answer(body, mediaType(res) === PROTOBUF) as T;
     return decodeBody(res, body) as T;
   }
 
