@@ -4,7 +4,7 @@
 // F marks the end of a line of output, P a partial line (a line longer than MAX_LINE bytes is cut
 // into P records ending with one F record). Output still without a newline when the stream ends is
 // written as an F record.
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { close, open, write } from 'node:fs';
 import { rfc3339Nano } from '../time.js';
 
 export type LogStream = 'stdout' | 'stderr';
@@ -40,31 +40,32 @@ export function parseLog(text: string): LogRecord[] {
   return out;
 }
 
-/** Writes one container's stdout and stderr into one CRI log file (appending). */
+/**
+ * Writes one container's stdout and stderr into one CRI log file (appending). A file descriptor and a
+ * chain of writes rather than a fs.WriteStream (a stream's machinery per container for what is mostly
+ * an empty file): the records of one turn of the event loop go out in one write, in order, and a
+ * reopen or close comes after every record written before it. A failing log file must not take the
+ * agent down: its records are lost.
+ */
 export class CriLogWriter {
-  private out: WriteStream;
+  /** The file being written (undefined: it could not be opened, or it was closed). */
+  private fd: Promise<number | undefined>;
+  /** The last write, reopen or close queued (never rejects). */
+  private tail: Promise<void> = Promise.resolve();
+  /** Records not written yet, in the write queued last (more records of the same turn join it). */
+  private batch: string[] | undefined;
   private readonly pending: Record<LogStream, Buffer> = { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0) };
 
   constructor(readonly path: string) {
-    this.out = CriLogWriter.open(path);
+    this.fd = openLog(path);
   }
 
-  private static open(path: string): WriteStream {
-    const out = createWriteStream(path, { flags: 'a', mode: 0o640 });
-    out.on('error', () => {
-      // a failing log file must not take the agent down; the records are lost
-    });
-    return out;
-  }
-
-  /** Closes the file and opens `path` again (after log rotation renamed it: CRI ReopenContainerLog). */
+  /** Closes the file and opens `path` again (after log rotation renamed it: CRI ReopenContainerLog); resolves once the old file is closed. */
   async reopen(): Promise<void> {
-    const old = this.out;
-    this.out = CriLogWriter.open(this.path);
-    await new Promise<void>((resolve) => {
-      if (old.closed || old.destroyed) resolve();
-      else old.end(() => resolve());
-    });
+    this.batch = undefined;
+    const old = this.fd;
+    this.fd = openLog(this.path);
+    await this.enqueue(() => closeLog(old));
   }
 
   /** Feeds a chunk of a stream's output; complete lines are written at once. */
@@ -89,13 +90,47 @@ export class CriLogWriter {
       if (this.pending[stream].length > 0) this.record(stream, false, this.pending[stream]);
       this.pending[stream] = Buffer.alloc(0);
     }
-    return new Promise((resolve) => {
-      if (this.out.closed || this.out.destroyed) resolve();
-      else this.out.end(() => resolve());
-    });
+    this.batch = undefined;
+    const fd = this.fd;
+    this.fd = Promise.resolve(undefined);
+    return this.enqueue(() => closeLog(fd));
   }
 
   private record(stream: LogStream, partial: boolean, content: Buffer): void {
-    this.out.write(formatRecord(logTimestamp(), stream, partial, content.toString('utf8')));
+    const line = formatRecord(logTimestamp(), stream, partial, content.toString('utf8'));
+    if (this.batch !== undefined) {
+      this.batch.push(line);
+      return;
+    }
+    const batch = [line];
+    this.batch = batch;
+    const fd = this.fd;
+    void this.enqueue(async () => {
+      if (this.batch === batch) this.batch = undefined;
+      const f = await fd;
+      if (f !== undefined) await writeAll(f, Buffer.from(batch.length === 1 ? batch[0]! : batch.join(''), 'utf8'));
+    });
+  }
+
+  private enqueue(op: () => Promise<void>): Promise<void> {
+    this.tail = this.tail.then(op).catch(() => undefined);
+    return this.tail;
+  }
+}
+
+function openLog(path: string): Promise<number | undefined> {
+  return new Promise((resolve) => open(path, 'a', 0o640, (err, fd) => resolve(err ? undefined : fd)));
+}
+
+async function closeLog(fd: Promise<number | undefined>): Promise<void> {
+  const f = await fd;
+  if (f !== undefined) await new Promise<void>((resolve) => close(f, () => resolve()));
+}
+
+async function writeAll(fd: number, data: Buffer): Promise<void> {
+  for (let off = 0; off < data.length; ) {
+    const n = await new Promise<number>((resolve, reject) => write(fd, data, off, data.length - off, null, (err, written) => (err ? reject(err) : resolve(written))));
+    if (n <= 0) return;
+    off += n;
   }
 }
