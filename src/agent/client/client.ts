@@ -256,8 +256,6 @@ export class ApiClient {
   }
 
   private sendNow(method: string, path: string, opts: RequestOptions, onStart?: (abort: () => void) => void): Promise<TransportResponse> {
-    const url = new URL(this.url.pathname.replace(/\/$/, '') + path, this.url);
-    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { ...this.headers };
     let body: Buffer | undefined;
     if (opts.body !== undefined) {
@@ -271,8 +269,23 @@ export class ApiClient {
       }
       headers['content-length'] = String(body.length);
     }
-    return this.transport.send({ method, path: url.pathname + url.search, headers, ...(body !== undefined ? { body } : {}), timeoutMs: opts.timeoutMs ?? 60_000 }, onStart);
+    return this.transport.send({ method, path: requestTarget(this.url, path, opts.query), headers, ...(body !== undefined ? { body } : {}), timeoutMs: opts.timeoutMs ?? 60_000 }, onStart);
   }
+}
+
+/** Path characters a URL keeps as they are (no percent-encoding, no dot segment can start with them), '/' first. */
+const PLAIN_PATH = /^\/[A-Za-z0-9\-_~:@!$&'()*+,;=][A-Za-z0-9\-._~:@!$&'()*+,;=/]*$/;
+
+/**
+ * The request target (path and query) for `path` under the server URL's path, as `new URL` resolves
+ * it; a plain path without a query (most of the agent's requests) is joined without building a URL.
+ */
+export function requestTarget(server: URL, path: string, query?: RequestOptions['query']): string {
+  const prefix = server.pathname.replace(/\/$/, '');
+  if (PLAIN_PATH.test(path) && !path.includes('/.') && !path.includes('//') && (query === undefined || Object.values(query).every((v) => v === undefined)) && PLAIN_PATH.test(prefix + '/x')) return prefix + path;
+  const url = new URL(prefix + path, server);
+  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+  return url.pathname + url.search;
 }
 
 function readAll(body: Readable): Promise<Buffer> {
