@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
-import { spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
+import { loopbackAgentArgs, spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
 
 type Json = Record<string, any>;
 
@@ -224,17 +224,7 @@ void describe('kubectl debug on a real orchlet (built-in process runtime)', () =
 
   before(async () => {
     c = await startCluster();
-    agent = spawnOrchlet([
-      `--orchconfig=${c.kubeconfig}`,
-      `--root-dir=${join(c.dir, 'agent')}`,
-      `--cert-dir=${join(c.dir, 'agent-pki')}`,
-      `--hostname-override=${node}`,
-      '--node-ip=127.0.0.1',
-      '--address=127.0.0.1',
-      `--port=${await freePort()}`,
-      '--read-only-port=0',
-      '--healthz-port=0',
-    ]);
+    agent = spawnOrchlet([`--orchconfig=${c.kubeconfig}`, ...loopbackAgentArgs({ node, dir: join(c.dir, 'agent'), port: await freePort() })]);
     const r = await c.request('POST', NS, { body: podObj('target', { nodeName: node, containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', 'echo ready; exec sleep 600'] }] }) });
     assert.equal(r.status, 201, r.text);
     await eventually(

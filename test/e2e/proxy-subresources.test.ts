@@ -13,7 +13,7 @@ import { kubectlPath, startCluster, type TestCluster } from '../helpers/cluster.
 import { eventually } from '../helpers/eventually.js';
 import { freePort } from '../helpers/ports.js';
 import { httpGet } from '../helpers/portforward.js';
-import { spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
+import { loopbackAgentArgs, spawnOrchlet, type OrchletProcess } from '../helpers/orchlet-process.js';
 
 type Json = Record<string, any>;
 const NODE = 'proxy-node';
@@ -64,18 +64,7 @@ void describe('proxy subresources: nodes/proxy, pods/proxy, services/proxy', () 
   before(async () => {
     c = await startCluster(['--authorization-mode=Node,RBAC']);
     dir = await mkdtemp(join(tmpdir(), 'orch-proxy-e2e-'));
-    orchlet = spawnOrchlet([
-      `--orchconfig=${c.kubeconfig}`,
-      `--root-dir=${join(dir, 'root')}`,
-      `--hostname-override=${NODE}`,
-      '--node-ip=127.0.0.1',
-      '--address=127.0.0.1',
-      `--port=${await freePort()}`,
-      '--read-only-port=0',
-      '--healthz-port=0',
-      `--cert-dir=${join(dir, 'pki')}`,
-      '--node-status-update-frequency=1s',
-    ]);
+    orchlet = spawnOrchlet([`--orchconfig=${c.kubeconfig}`, ...loopbackAgentArgs({ node: NODE, dir, port: await freePort() }), '--node-status-update-frequency=1s']);
     const fail = (err: unknown): never => {
       throw new Error(`${String(err)}\norchlet stderr:\n${orchlet?.stderr() ?? ''}`);
     };
@@ -291,14 +280,7 @@ void describe('services/proxy through the endpoints, over the cluster egress', (
     c = await startCluster([`--egress-selector-config-file=${egress}`]);
     orchlet = spawnOrchlet([
       `--orchconfig=${c.kubeconfig}`,
-      `--root-dir=${join(dir, 'root')}`,
-      `--hostname-override=${NODE2}`,
-      `--node-ip=${NODE_IP}`,
-      '--address=127.0.0.1',
-      `--port=${await freePort()}`,
-      '--read-only-port=0',
-      '--healthz-port=0',
-      `--cert-dir=${join(dir, 'pki')}`,
+      ...loopbackAgentArgs({ node: NODE2, dir, port: await freePort(), nodeIp: NODE_IP }),
       '--node-status-update-frequency=1s',
     ]);
     webPort = await freePort();

@@ -26,14 +26,14 @@ export function spawnOrchlet(args: readonly string[], options: { stdout?: 'ignor
 
 /**
  * The options every test agent on loopback shares: its node name, --root-dir and --cert-dir under `dir`,
- * 127.0.0.1 as node IP and address, the HTTPS port given, no read-only port (unless given) and no healthz port.
+ * 127.0.0.1 (or nodeIp) as node IP, 127.0.0.1 as address, the HTTPS port given, no read-only port (unless given) and no healthz port.
  */
-export function loopbackAgentArgs(o: { node: string; dir: string; port: number; readOnlyPort?: number }): string[] {
+export function loopbackAgentArgs(o: { node: string; dir: string; port: number; readOnlyPort?: number; nodeIp?: string }): string[] {
   return [
     `--root-dir=${join(o.dir, 'root')}`,
     `--cert-dir=${join(o.dir, 'pki')}`,
     `--hostname-override=${o.node}`,
-    '--node-ip=127.0.0.1',
+    `--node-ip=${o.nodeIp ?? '127.0.0.1'}`,
     '--address=127.0.0.1',
     `--port=${o.port}`,
     `--read-only-port=${o.readOnlyPort ?? 0}`,
