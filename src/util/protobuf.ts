@@ -197,6 +197,8 @@ const SHORT_STRINGS: (string | undefined)[] = new Array<string | undefined>(1024
 class Reader {
   pos: number;
   readonly buf: Buffer;
+  /** Messages are read by the generic readers alone (decodeFields), not the compiled ones: see decodeObjectGeneric. */
+  generic = false;
   constructor(
     data: Uint8Array,
     start = 0,
@@ -685,7 +687,7 @@ function decodeCustom(codec: CustomCodec, r: Reader, end: number): Json {
 /** Decodes the message `d` from r.pos to `end` (r.pos is left at end). */
 function decodeValue(d: MessageDescriptor, r: Reader, end: number): Json {
   if (d.custom) return decodeCustom(d.custom, r, end);
-  return compiledReaders ? fieldsReader(d)(r, end) : decodeFields(d, r, end);
+  return r.generic ? decodeFields(d, r, end) : fieldsReader(d)(r, end);
 }
 
 function fieldMessage(f: FieldDescriptor): MessageDescriptor {
@@ -702,12 +704,14 @@ function decodeNested(f: FieldDescriptor, r: Reader, wire: number): Json {
   return v;
 }
 
-function emptyValue(f: FieldDescriptor): Json {
-  return decodeValue(fieldMessage(f), EMPTY_READER, 0);
+/** The value of a message field that is absent, read as its message of no bytes (by the generic readers when `generic`). */
+function emptyValue(f: FieldDescriptor, generic = false): Json {
+  return decodeValue(fieldMessage(f), generic ? EMPTY_GENERIC_READER : EMPTY_READER, 0);
 }
 const EMPTY = Buffer.alloc(0);
-/** A reader of no bytes: nothing moves its position, so one serves every empty value. */
+/** Readers of no bytes: nothing moves their position, so one serves every empty value (one per kind of reader). */
 const EMPTY_READER = new Reader(EMPTY);
+const EMPTY_GENERIC_READER = Object.assign(new Reader(EMPTY), { generic: true });
 
 function decodeMapEntry(f: FieldDescriptor, r: Reader, out: JsonObject): void {
   const start = r.span();
@@ -724,7 +728,7 @@ function decodeMapEntry(f: FieldDescriptor, r: Reader, out: JsonObject): void {
     else r.skip(wire);
   }
   r.pos = end;
-  out[key] = value === undefined ? (f.scalar ? zeroScalar(f.type) : emptyValue(f)) : value;
+  out[key] = value === undefined ? (f.scalar ? zeroScalar(f.type) : emptyValue(f, r.generic)) : value;
 }
 
 function decodeFields(d: MessageDescriptor, r: Reader, end: number): JsonObject {
@@ -763,7 +767,7 @@ function decodeFields(d: MessageDescriptor, r: Reader, end: number): JsonObject 
   for (const f of d.fields) {
     const v = seen[f.index];
     if (f.inline) {
-      Object.assign(out, v === undefined ? emptyValue(f) : v);
+      Object.assign(out, v === undefined ? emptyValue(f, r.generic) : v);
       continue;
     }
     if (f.map || f.repeated) {
@@ -781,7 +785,7 @@ function decodeFields(d: MessageDescriptor, r: Reader, end: number): JsonObject 
     }
     // A message: pointers only when set; structs always (a zero time as null).
     if (v !== undefined) out[f.json] = v;
-    else if (f.presence !== 'pointer') out[f.json] = emptyValue(f);
+    else if (f.presence !== 'pointer') out[f.json] = emptyValue(f, r.generic);
   }
   if (unknown) Object.defineProperty(out, UNKNOWN_FIELDS, { value: Buffer.concat(unknown), enumerable: false, writable: true, configurable: true });
   return out;
@@ -797,9 +801,6 @@ function decodeFields(d: MessageDescriptor, r: Reader, end: number): JsonObject 
  * shape and each store an inline cache of its own. Same result, same errors.
  */
 type FieldsReader = (r: Reader, end: number) => JsonObject;
-
-/** Whether decodeValue uses the compiled readers (withGenericReaders turns them off to check them). */
-let compiledReaders = true;
 
 /** What the compiled readers call. */
 const READ_HELPERS = {
@@ -910,15 +911,6 @@ function compileDecoder(d: MessageDescriptor): FieldsReader {
   return make(READ_HELPERS, d.fields, d.lookup);
 }
 
-/** Runs `fn` with the generic readers alone (decodeFields), for tests that check the compiled ones against them. */
-export function withGenericReaders<T>(fn: () => T): T {
-  compiledReaders = false;
-  try {
-    return fn();
-  } finally {
-    compiledReaders = true;
-  }
-}
 
 /**
  * Where a decoded message keeps the fields the codec did not know (their wire bytes, tags included), on a
@@ -942,7 +934,17 @@ export function unknownFields(obj: object): Buffer | undefined {
 
 /** Decodes one message (not enveloped) into its JSON form. Throws ProtobufDecodeError when malformed. */
 export function decodeMessage(typeName: string, data: Uint8Array): JsonObject {
+  return decodeMessageWith(typeName, data, false);
+}
+
+/** decodeMessage with the generic readers alone, for tests that check the compiled ones against them. */
+export function decodeMessageGeneric(typeName: string, data: Uint8Array): JsonObject {
+  return decodeMessageWith(typeName, data, true);
+}
+
+function decodeMessageWith(typeName: string, data: Uint8Array, generic: boolean): JsonObject {
   const r = new Reader(data);
+  r.generic = generic;
   return decodeValue(descriptor(typeName), r, r.end) as JsonObject;
 }
 
@@ -1001,13 +1003,25 @@ export function decodeEnvelope(body: Uint8Array): ProtobufEnvelope {
  * with a contentEncoding, throws ProtobufDecodeError.
  */
 export function decodeObject(body: Uint8Array, fallback?: { apiVersion: string; kind: string }): JsonObject {
+  return decodeObjectWith(body, fallback, false);
+}
+
+/**
+ * decodeObject with the generic readers alone (decodeFields, which follows the message table field by field), for
+ * tests that check the compiled readers against them.
+ */
+export function decodeObjectGeneric(body: Uint8Array): JsonObject {
+  return decodeObjectWith(body, undefined, true);
+}
+
+function decodeObjectWith(body: Uint8Array, fallback: { apiVersion: string; kind: string } | undefined, generic: boolean): JsonObject {
   const env = decodeEnvelope(body);
   if (env.contentEncoding !== '') throw new ProtobufDecodeError(`unsupported protobuf contentEncoding ${JSON.stringify(env.contentEncoding)}`);
   const apiVersion = env.apiVersion || fallback?.apiVersion || '';
   const kind = env.kind || fallback?.kind || '';
   const message = kindMessage(apiVersion, kind);
   if (!message) throw new ProtobufDecodeError(`no protobuf message for ${apiVersion}, Kind=${kind}`);
-  return withTypeMeta(apiVersion, kind, decodeMessage(message, env.raw));
+  return withTypeMeta(apiVersion, kind, decodeMessageWith(message, env.raw, generic));
 }
 
 // ---------------------------------------------------------------------------------------------------------
