@@ -937,6 +937,31 @@ export function decodeMessage(typeName: string, data: Uint8Array): JsonObject {
   return decodeMessageWith(typeName, data, false);
 }
 
+/**
+ * The payloads of some length-delimited fields (messages, strings, bytes) of one message (not enveloped), by JSON key,
+ * without decoding the others: for a reader that needs a small part of a large message. A field given more than once
+ * keeps its last payload, as decoding does; a field of another wire type counts as absent.
+ */
+export function messageFieldBytes(typeName: string, data: Uint8Array, keys: readonly string[]): Map<string, Buffer> {
+  const d = descriptor(typeName);
+  const wanted = new Map<number, string>();
+  for (const k of keys) {
+    const f = d.fields.find((x) => x.json === k);
+    if (!f) throw new ProtobufDecodeError(`no field ${k} in message ${typeName}`);
+    wanted.set(f.no, k);
+  }
+  const out = new Map<string, Buffer>();
+  const r = new Reader(data);
+  while (!r.done()) {
+    const key = r.varint();
+    const wire = key & 7;
+    const k = wanted.get(Math.floor(key / 8));
+    if (k !== undefined && wire === WIRE_BYTES) out.set(k, r.bytes());
+    else r.skip(wire);
+  }
+  return out;
+}
+
 /** decodeMessage with the generic readers alone, for tests that check the compiled ones against them. */
 export function decodeMessageGeneric(typeName: string, data: Uint8Array): JsonObject {
   return decodeMessageWith(typeName, data, true);
