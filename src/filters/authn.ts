@@ -119,34 +119,55 @@ export function unionAuthenticator(authenticators: Authenticator[]): Authenticat
     return undefined;
   };
   const finish = (reasons: string[]): AuthenticationResult => (reasons.length > 0 ? { status: 'failed', reason: reasons.join(', ') } : { status: 'absent' });
-  /** From the first authenticator that answered later (`pending`, the i-th) on. */
-  const rest = async (req: ApiRequest, i: number, pending: PromiseLike<AuthenticationResult>, reasons: string[]): Promise<AuthenticationResult> => {
-    const first = step(await pending, reasons);
-    if (first) return first;
-    for (let j = i + 1; j < authenticators.length; j++) {
-      const r = step(await authenticators[j]!.authenticate(req), reasons);
-      if (r) return r;
-    }
-    return finish(reasons);
-  };
   return {
     // Answers at once while every authenticator asked does (token file, client certificates): no promise.
-    authenticate(req) {
-      const reasons: string[] = [];
-      for (let i = 0; i < authenticators.length; i++) {
-        const r = authenticators[i]!.authenticate(req);
-        if (isPromiseLike(r)) return rest(req, i, r, reasons);
-        const done = step(r, reasons);
-        if (done) return done;
-      }
-      return finish(reasons);
-    },
+    authenticate: (req) => firstAnswer(authenticators, (a) => a.authenticate(req), step, finish),
   };
 }
 
 /** Whether an answer is to come later (a promise or another thenable). */
 export function isPromiseLike<T>(v: T | PromiseLike<T>): v is PromiseLike<T> {
   return typeof (v as Partial<PromiseLike<T>> | null)?.then === 'function';
+}
+
+/**
+ * A union's answer: asks each member in turn until `step` makes an answer of what it said (undefined: ask the
+ * next; `step` may note a reason in `reasons`), else `finish(reasons)`. Synchronous while every member answers
+ * at once, so that the usual chain (token file, client certificates) makes no promise per request.
+ */
+export function firstAnswer<M, R, U>(
+  members: readonly M[],
+  ask: (m: M) => R | PromiseLike<R>,
+  step: (r: R, reasons: string[]) => U | undefined,
+  finish: (reasons: string[]) => U,
+): U | Promise<U> {
+  const reasons: string[] = [];
+  for (let i = 0; i < members.length; i++) {
+    const r = ask(members[i]!);
+    if (isPromiseLike(r)) return firstAnswerLater(members, i, r, ask, step, finish, reasons);
+    const done = step(r, reasons);
+    if (done !== undefined) return done;
+  }
+  return finish(reasons);
+}
+
+/** firstAnswer from the first member that answered later (`pending`, the i-th) on. */
+async function firstAnswerLater<M, R, U>(
+  members: readonly M[],
+  i: number,
+  pending: PromiseLike<R>,
+  ask: (m: M) => R | PromiseLike<R>,
+  step: (r: R, reasons: string[]) => U | undefined,
+  finish: (reasons: string[]) => U,
+  reasons: string[],
+): Promise<U> {
+  const first = step(await pending, reasons);
+  if (first !== undefined) return first;
+  for (let j = i + 1; j < members.length; j++) {
+    const done = step(await ask(members[j]!), reasons);
+    if (done !== undefined) return done;
+  }
+  return finish(reasons);
 }
 
 function withAuthenticatedGroup(user: UserInfo): UserInfo {

@@ -7,7 +7,7 @@
  */
 import type { TokenReviewer, TokenReviewResult } from '../../registry/kinds/authentication/tokenreview.js';
 import type { ApiRequest, UserInfo } from '../../endpoints/http.js';
-import { isPromiseLike, type AuthenticationResult, type Authenticator } from '../authn.js';
+import { firstAnswer, isPromiseLike, type AuthenticationResult, type Authenticator } from '../authn.js';
 
 /** What a token authenticator answers: a user (and the audiences it was accepted for), not mine, or an error. */
 export type TokenResult =
@@ -33,28 +33,14 @@ export function tokenUnion(authenticators: readonly TokenAuthenticator[]): Token
     if (errors.length === 0) return { status: 'unknown' };
     return { status: 'failed', reason: errors.length === 1 ? errors[0]! : `[${errors.join(', ')}]` };
   };
-  /** From the first authenticator that answered later (`pending`, the i-th) on. */
-  const rest = async (token: string, audiences: readonly string[] | undefined, i: number, pending: PromiseLike<TokenResult>, errors: string[]): Promise<TokenResult> => {
-    let r = await pending;
-    for (let j = i; ; ) {
-      if (r.status === 'authenticated') return r;
-      if (r.status === 'failed') errors.push(r.reason);
-      if (++j >= authenticators.length) return finish(errors);
-      r = await authenticators[j]!.authenticateToken(token, audiences);
-    }
+  const step = (r: TokenResult, errors: string[]): TokenResult | undefined => {
+    if (r.status === 'authenticated') return r;
+    if (r.status === 'failed') errors.push(r.reason);
+    return undefined;
   };
   return {
     // Answers at once while every authenticator asked does (the token file): no promise.
-    authenticateToken(token, audiences) {
-      const errors: string[] = [];
-      for (let i = 0; i < authenticators.length; i++) {
-        const r = authenticators[i]!.authenticateToken(token, audiences);
-        if (isPromiseLike(r)) return rest(token, audiences, i, r, errors);
-        if (r.status === 'authenticated') return r;
-        if (r.status === 'failed') errors.push(r.reason);
-      }
-      return finish(errors);
-    },
+    authenticateToken: (token, audiences) => firstAnswer(authenticators, (a) => a.authenticateToken(token, audiences), step, finish),
   };
 }
 
