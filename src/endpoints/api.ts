@@ -3,7 +3,7 @@
  * and every resource path of the registry's kinds.
  */
 import { serveDiscovery, isDiscoveryPath } from './discovery.js';
-import type { ApiRequest, ApiResponse, Handler } from './http.js';
+import { asRejection, type ApiRequest, type ApiResponse, type Handler } from './http.js';
 import type * as OpenAPIModule from './openapi.js';
 import { parseBoolParam, parsedRequest } from './requestinfo.js';
 import { notFoundPath, serveResource, type ResourceDeps } from './resource.js';
@@ -94,7 +94,7 @@ export function installApi(mux: Mux, deps: ApiDeps): void {
       if (deps.aggregator && APIS_PATH.test(path)) return aggregated(req, res, path, query);
       return local(req, res, path, query);
     } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+      return asRejection(e);
     }
   };
   mux.handle('/api', api);

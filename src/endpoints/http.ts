@@ -11,6 +11,19 @@ export type ApiResponse = ServerResponse | Http2ServerResponse;
 /** A handler or a filter's result; a filter is `withX(next, deps): Handler`. */
 export type Handler = (req: ApiRequest, res: ApiResponse) => void | Promise<void>;
 
+/**
+ * The rejection an async handler would give for a throw: handlers that are not async themselves (to make no
+ * promise when they answer at once) catch what they throw and return this.
+ */
+export function asRejection(e: unknown): Promise<never> {
+  return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+}
+
+/** Whether an answer is to come later (a promise or another thenable). */
+export function isPromiseLike<T>(v: T | PromiseLike<T>): v is PromiseLike<T> {
+  return typeof (v as Partial<PromiseLike<T>> | null)?.then === 'function';
+}
+
 export interface UserInfo {
   name: string;
   uid?: string;

@@ -13,7 +13,9 @@ import {
   ALL_AUTHENTICATED,
   ALL_UNAUTHENTICATED,
   ANONYMOUS_USER,
+  asRejection,
   getUser,
+  isPromiseLike,
   requestContext,
   setUser,
   type ApiRequest,
@@ -123,11 +125,6 @@ export function unionAuthenticator(authenticators: Authenticator[]): Authenticat
     // Answers at once while every authenticator asked does (token file, client certificates): no promise.
     authenticate: (req) => firstAnswer(authenticators, (a) => a.authenticate(req), step, finish),
   };
-}
-
-/** Whether an answer is to come later (a promise or another thenable). */
-export function isPromiseLike<T>(v: T | PromiseLike<T>): v is PromiseLike<T> {
-  return typeof (v as Partial<PromiseLike<T>> | null)?.then === 'function';
 }
 
 /**
@@ -326,7 +323,7 @@ export function withAuthentication(next: Handler, deps: AuthenticationDeps): Han
       if (isPromiseLike(result)) return Promise.resolve(result).then((r) => proceed(req, res, r));
       return proceed(req, res, result);
     } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+      return asRejection(e);
     }
   };
 }

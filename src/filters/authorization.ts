@@ -4,7 +4,7 @@
  * and authorization.k8s.io/reason. The modes of --authorization-mode are chained in src/filters/authz/.
  * A denial is Kubernetes' 403: responsewriters.Forbidden's message wrapped by errors.NewForbidden.
  */
-import { getAuditRecorder, getUser, type ApiRequest, type ApiResponse, type Handler, type UserInfo } from '../endpoints/http.js';
+import { asRejection, getAuditRecorder, getUser, isPromiseLike, type ApiRequest, type ApiResponse, type Handler, type UserInfo } from '../endpoints/http.js';
 import type { AccessAttributes } from '../registry/kinds/authorization/attributes.js';
 import { goQuote } from '../util/validation.js';
 import { getRequestInfo, type RequestInfo } from './requestinfo.js';
@@ -113,12 +113,10 @@ export function withAuthorization(next: Handler, deps: { authorizer: Authorizer 
       const user = getUser(req);
       const info = getRequestInfo(req);
       const d = deps.authorizer.authorize(user, info);
-      if (typeof (d as Partial<PromiseLike<AuthorizationDecision>>).then === 'function') {
-        return Promise.resolve(d).then((r) => decide(req, res, user, info, r));
-      }
-      return decide(req, res, user, info, d as AuthorizationDecision);
+      if (isPromiseLike(d)) return Promise.resolve(d).then((r) => decide(req, res, user, info, r));
+      return decide(req, res, user, info, d);
     } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+      return asRejection(e);
     }
   };
 }

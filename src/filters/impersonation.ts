@@ -6,7 +6,7 @@
  * audit event records it, and the headers are removed. Runs after authentication and audit, before
  * max-in-flight and authorization.
  */
-import { ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER, getAuditRecorder, getUser, setUser, type Handler, type UserInfo } from '../endpoints/http.js';
+import { ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER, asRejection, getAuditRecorder, getUser, setUser, type Handler, type UserInfo } from '../endpoints/http.js';
 import type { AccessAttributes, AccessAuthorizer } from '../registry/kinds/authorization/attributes.js';
 import { writeForbidden, writeInternalError } from './authorization.js';
 
@@ -122,7 +122,7 @@ export function withImpersonation(next: Handler, deps: { authorizer: AccessAutho
       try {
         return next(req, res);
       } catch (e) {
-        return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+        return asRejection(e);
       }
     }
     return impersonating(req, res);

@@ -12,7 +12,7 @@
  */
 import { constants as h2 } from 'node:http2';
 import { parseDuration } from '../util/flags.js';
-import type { ApiRequest, ApiResponse, Handler } from './authn.js';
+import { asRejection, type ApiRequest, type ApiResponse, type Handler } from '../endpoints/http.js';
 import { getRequestInfo, getRequestQuery, type LongRunningCheck } from './requestinfo.js';
 
 export const TIMEOUT_MESSAGE = 'Timeout: request did not complete within the allotted timeout';
@@ -150,7 +150,7 @@ export function withTimeoutForNonLongRunningRequests(next: Handler, deps: Timeou
       try {
         handled = next(req, res);
       } catch (e) {
-        handled = Promise.reject(e instanceof Error ? e : new Error(String(e)));
+        handled = asRejection(e);
       }
       Promise.resolve(handled).then(
         () => {

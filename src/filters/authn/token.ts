@@ -6,8 +6,8 @@
  * TokenReview may name others.
  */
 import type { TokenReviewer, TokenReviewResult } from '../../registry/kinds/authentication/tokenreview.js';
-import type { ApiRequest, UserInfo } from '../../endpoints/http.js';
-import { firstAnswer, isPromiseLike, type AuthenticationResult, type Authenticator } from '../authn.js';
+import { isPromiseLike, type ApiRequest, type UserInfo } from '../../endpoints/http.js';
+import { firstAnswer, type AuthenticationResult, type Authenticator } from '../authn.js';
 
 /** What a token authenticator answers: a user (and the audiences it was accepted for), not mine, or an error. */
 export type TokenResult =
