@@ -541,13 +541,13 @@ export class ResourceStore {
   }
 
   /** One field of fieldsOf(obj) ('' for a field it does not have), without building the others. */
-  private fieldOf(obj: KObject, field: string): string {
+  private readonly fieldOf = (obj: KObject, field: string): string => {
     const own = this.decl.fieldSelectors;
     if (own !== undefined && Object.hasOwn(own, field)) return own[field]!(obj);
     if (field === 'metadata.name') return obj.metadata?.name ?? '';
     if (field === 'metadata.namespace') return obj.metadata?.namespace ?? '';
     return '';
-  }
+  };
 
   /**
    * Whether obj matches the selectors. A field selector reads only the fields it names (what
@@ -555,13 +555,7 @@ export class ResourceStore {
    */
   matches(obj: KObject, opts: ListOptions): boolean {
     if (opts.labelSelector && !opts.labelSelector.matches(obj.metadata?.labels ?? {})) return false;
-    const sel = opts.fieldSelector;
-    if (sel) {
-      for (const r of sel.requirements) {
-        const v = this.fieldOf(obj, r.field);
-        if (r.operator === '=' ? v !== r.value : v === r.value) return false;
-      }
-    }
+    if (opts.fieldSelector && !opts.fieldSelector.matchesBy(obj, this.fieldOf)) return false;
     return true;
   }
 

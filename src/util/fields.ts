@@ -91,14 +91,28 @@ function splitTerm(term: string): { lhs: string; op: (typeof TERM_OPERATORS)[num
   return null;
 }
 
+/** A field of `fields`, '' when it has none. */
+function fieldValue(fields: Fields, field: string): string {
+  return Object.hasOwn(fields, field) ? fields[field]! : '';
+}
+
 export class FieldSelector {
   constructor(readonly requirements: readonly FieldRequirement[] = []) {}
 
   matches(fields: Fields): boolean {
-    return this.requirements.every((r) => {
-      const v = Object.hasOwn(fields, r.field) ? fields[r.field] : '';
-      return r.operator === '=' ? v === r.value : v !== r.value;
-    });
+    return this.matchesBy(fields, fieldValue);
+  }
+
+  /**
+   * Whether the fields `get` reads from `source` ('' for one it does not have) match: for a caller that reads
+   * only the fields the selector names instead of building them all.
+   */
+  matchesBy<T>(source: T, get: (source: T, field: string) => string): boolean {
+    for (const r of this.requirements) {
+      const v = get(source, r.field);
+      if (r.operator === '=' ? v !== r.value : v === r.value) return false;
+    }
+    return true;
   }
 
   /** True when the selector does not restrict anything. */
