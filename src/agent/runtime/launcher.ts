@@ -1,6 +1,6 @@
-// The launcher of the process runtime: how a container's process is started (spawnPlan), used by
-// launch() here and by the spawner's helper processes (spawner.ts, spawner-process.ts), which start
-// containers' processes and exec probes' commands.
+// The launcher of the process runtime: how a container's process is started (spawnPlan,
+// spawnContainerProcess), used by the spawner's helper processes (spawner.ts, spawner-process.ts), which
+// start containers' processes and exec probes' commands, and by exec sessions (process-streaming.ts).
 //
 // It takes an already resolved identity (identity.ts) and starts `command[0]` with the rest of
 // command + args through child_process.spawn's uid/gid options: libuv calls setgroups(0) (dropping
@@ -11,12 +11,12 @@
 // then execs the command; the command is looked up in the container's PATH first so a missing one
 // fails as spawn's ENOENT would. The process leads a new process group
 // (detached), so a stop signal reaches everything it spawned. The environment is exactly the
-// container's (plus PATH and HOSTNAME defaults), never the agent's. stdin is closed; stdout and
-// stderr are pipes the caller turns into the log.
+// container's (plus PATH and HOSTNAME defaults), never the agent's. stdin is closed unless the container
+// asks for it; stdout and stderr are pipes the caller turns into the log.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { ProcessIdentity } from './identity.js';
 
 /** The PATH a container gets when it sets none (the usual image default). */
@@ -32,7 +32,8 @@ export interface LaunchSpec {
   stdin?: boolean;
 }
 
-export type ContainerProcess = ChildProcessByStdio<null, Readable, Readable>;
+/** A container's process: stdin a pipe only when its spec asks for one (LaunchSpec.stdin). */
+export type ContainerProcess = ChildProcessByStdio<Writable | null, Readable, Readable>;
 
 /** Where setpriv is looked for (util-linux, in every Debian base system). */
 const SETPRIV_PATHS = ['/usr/bin/setpriv', '/bin/setpriv', '/usr/sbin/setpriv', '/sbin/setpriv'];
@@ -81,38 +82,22 @@ export function spawnPlan(argv: string[], identity: ProcessIdentity, env: Record
 }
 
 /**
- * Spawns the process. Resolves once it runs; rejects with the spawn error (ENOENT, EACCES, EPERM
- * when the agent may not switch to the identity) after which no process exists.
+ * Spawns the process as spawnPlan says (the spawner's helper processes call this): its environment is exactly
+ * `spec.env` (the caller adds the PATH default), it leads a new process group, stdin is a pipe when the spec asks
+ * for one and closed otherwise, stdout and stderr are pipes. Throws what spawnPlan or spawn throw at once; a
+ * start that fails later (ENOENT, EACCES, EPERM when the agent may not switch to the identity) comes as the
+ * child's 'error' instead of 'spawn'.
  */
-export function launch(spec: LaunchSpec): Promise<ContainerProcess> {
-  const env = { PATH: DEFAULT_PATH, ...spec.env };
-  return new Promise((resolve, reject) => {
-    let child: ContainerProcess;
-    try {
-      const plan = spawnPlan(spec.argv, spec.identity, env, spec.cwd);
-      child = spawn(plan.file, plan.args, {
-        cwd: spec.cwd,
-        env,
-        ...(plan.uid !== undefined ? { uid: plan.uid } : {}),
-        ...(plan.gid !== undefined ? { gid: plan.gid } : {}),
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-    } catch (err) {
-      reject(err instanceof Error ? err : new Error(String(err)));
-      return;
-    }
-    const onError = (err: Error): void => {
-      child.off('spawn', onSpawn);
-      reject(err);
-    };
-    const onSpawn = (): void => {
-      child.off('error', onError);
-      resolve(child);
-    };
-    child.once('error', onError);
-    child.once('spawn', onSpawn);
-  });
+export function spawnContainerProcess(spec: LaunchSpec): ContainerProcess {
+  const plan = spawnPlan(spec.argv, spec.identity, spec.env, spec.cwd);
+  return spawn(plan.file, plan.args, {
+    cwd: spec.cwd,
+    env: spec.env,
+    ...(plan.uid !== undefined ? { uid: plan.uid } : {}),
+    ...(plan.gid !== undefined ? { gid: plan.gid } : {}),
+    detached: true,
+    stdio: [spec.stdin === true ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  }) as ContainerProcess;
 }
 
 /** Sends a signal to the process group of a launched process; false when it is already gone. */

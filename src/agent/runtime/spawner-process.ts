@@ -1,9 +1,8 @@
 // The spawner's helper process (see spawner.ts): a small Node process, started by the agent with an
-// IPC channel, that runs child_process.spawn for the agent's containers and relays each child's
-// output, exit and close back as messages. It spawns exactly as launcher.ts's launch() would (same
-// plan: uid/gid or setpriv, new process group, the container's environment, stdin closed unless the
-// container asks for it). Signals are sent by the agent itself (to the process group by pid), so they
-// need no message.
+// IPC channel, that starts the agent's containers (launcher.ts's spawnContainerProcess: uid/gid or
+// setpriv, new process group, the container's environment, stdin closed unless the container asks
+// for it) and relays each child's output, exit and close back as messages. Signals are sent by the
+// agent itself (to the process group by pid), so they need no message.
 //
 // Why a process of its own: fork copies the page tables of the process that forks and write-protects
 // its memory, so every fork from the ~100 MiB agent cost it milliseconds (the copy, then a copy-on-write
@@ -13,9 +12,7 @@
 // It lives as long as its channel: when the agent exits (even killed) the channel closes and so does
 // this process. The signals a terminal sends to its foreground group (Ctrl-C, hang-up) and a SIGTERM are
 // ignored: the agent decides when its containers stop, and this process must report their exits until then.
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import type { Readable, Writable } from 'node:stream';
-import { spawnPlan } from './launcher.js';
+import { spawnContainerProcess, type ContainerProcess } from './launcher.js';
 import type { SpawnerReply, SpawnerRequest } from './spawner.js';
 
 if (process.send === undefined) throw new Error('spawner-process.js runs only as the agent spawner\'s child (with an IPC channel)');
@@ -23,7 +20,7 @@ process.title = 'orchlet-spawner';
 for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.on(s, () => undefined);
 process.on('disconnect', () => process.exit(0));
 
-const children = new Map<number, ChildProcessByStdio<Writable | null, Readable, Readable>>();
+const children = new Map<number, ContainerProcess>();
 
 function post(m: SpawnerReply): void {
   if (process.connected) process.send!(m);
@@ -37,17 +34,9 @@ function errorReply(id: number, err: unknown): SpawnerReply {
 
 function start(m: Extract<SpawnerRequest, { t: 'spawn' }>): void {
   const { id } = m;
-  let child: ChildProcessByStdio<Writable | null, Readable, Readable>;
+  let child: ContainerProcess;
   try {
-    const plan = spawnPlan(m.argv, m.identity, m.env, m.cwd);
-    child = spawn(plan.file, plan.args, {
-      cwd: m.cwd,
-      env: m.env,
-      ...(plan.uid !== undefined ? { uid: plan.uid } : {}),
-      ...(plan.gid !== undefined ? { gid: plan.gid } : {}),
-      detached: true,
-      stdio: [m.stdin === true ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
+    child = spawnContainerProcess(m);
     // A process that exits or closes its stdin while data is on its way: the write fails, nothing else.
     child.stdin?.on('error', () => undefined);
   } catch (err) {

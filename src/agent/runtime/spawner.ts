@@ -3,9 +3,9 @@
 // still), and a fork from the ~100 MiB agent costs it far more than one from a small process: the copy
 // of its page tables, then a copy-on-write fault for every page the agent and its garbage collector
 // write next. The spawner therefore hands spawns to small helper processes (spawner-process.ts, each a
-// Node process with an IPC channel), which spawn exactly as launcher.ts's launch() would (same plan:
-// uid/gid or setpriv, new process group, the container's environment, stdin closed unless the
-// container asks for it: then a pipe fed by 'stdin' messages) and relay the child's stdout/stderr
+// Node process with an IPC channel), which start them with launcher.ts's spawnContainerProcess (uid/gid
+// or setpriv, new process group, the container's environment, stdin closed unless the container asks
+// for it: then a pipe fed by 'stdin' messages) and relay the child's stdout/stderr
 // chunks, exit and close back as messages. The agent sees a RemoteProcess shaped like the parts of a
 // ChildProcess the runtime uses: pid, stdout and stderr as Readables, 'exit' and 'close'. Signals need
 // no relay: the caller sends them to the process group by pid (signalGroup). The helpers inherit the
